@@ -1,0 +1,1 @@
+"""Backends built into cubecl-server."""

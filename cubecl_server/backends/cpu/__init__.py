@@ -1,0 +1,1 @@
+"""The built-in ``cpu`` backend: kernels lowered to vectorised NumPy Python source."""

@@ -1,0 +1,85 @@
+"""The cpu backend's runtime and server: host memory, kernels run as NumPy code."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cubecl_server.device import Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.ir import Elem
+from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.server import Binding
+from cubecl_server.storage import BytesStorage
+
+__all__ = ["CpuRuntime", "CpuServer", "CAPABILITIES"]
+
+CAPABILITIES = Capabilities(
+    f64=True, f16=True,
+    atomics=frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32}),
+    shared_memory_bytes=64 * 1024, max_cube_dim=1024, plane_size=32, device_present=True,
+)
+
+LoadedCpuKernel = Callable[..., None]
+
+
+def _view(b: Binding) -> np.ndarray:
+    """The binding's bytes as a flat typed array, sharing memory with the storage."""
+    return b.resource[b.offset:b.offset + b.size].view(b.elem.numpy_name)
+
+
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for extent in reversed(shape):
+        out.append(acc)
+        acc *= extent
+    return tuple(reversed(out))
+
+
+class CpuServer:
+    """The host as a device: synchronous, every launch runs to completion at once."""
+
+    backend = "cpu"
+    capabilities = CAPABILITIES
+
+    def __init__(self, device: DeviceInfo) -> None:
+        self.device = device
+        self.storage = BytesStorage()
+
+    def read(self, binding: Binding) -> np.ndarray:
+        """A copy of the binding's elements."""
+        return _view(binding).copy()
+
+    def write(self, binding: Binding, data: np.ndarray) -> None:
+        """Copy ``data`` into the binding's memory."""
+        _view(binding)[:] = data
+
+    def launch(self, kernel: LoadedCpuKernel, count: CubeCount, dim: CubeDim,
+               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
+        """Run the kernel's generated ``run`` over every unit of the grid."""
+        kernel([_view(b) for b in arrays], [b.shape for b in arrays],
+               [_strides(b.shape) for b in arrays], list(scalars),
+               (count.x, count.y, count.z), (dim.x, dim.y, dim.z))
+
+    def sync(self) -> None:
+        """Nothing to wait for: launches are synchronous."""
+
+
+class CpuRuntime:
+    """The built-in runtime: one device, this machine's processor."""
+
+    name = "cpu"
+
+    def devices(self) -> list[DeviceInfo]:
+        """The host CPU."""
+        label = platform.processor() or platform.machine() or "host"
+        return [DeviceInfo("cpu", 0, f"{label} ({os.cpu_count()} cores, NumPy {np.__version__})",
+                           DeviceKind.CPU, vendor=platform.machine())]
+
+    def create_server(self, device: int) -> CpuServer:
+        """The server for the host."""
+        if device != 0:
+            raise IndexError(f"the cpu backend has one device (0), not {device}")
+        return CpuServer(self.devices()[0])

@@ -1,0 +1,618 @@
+"""Runtime helpers called by the NumPy source that the ``cpu`` backend generates.
+
+The generated ``run`` executes every unit of a launch at once, as lanes of NumPy
+arrays, one chunk of whole cubes at a time (:func:`chunks`). Conventions shared with
+:mod:`cubecl_server.backends.cpu.compiler`:
+
+- A *value* is a NumPy scalar (the same for every lane: uniform) or a 1-D array with
+  one element per lane of the chunk. Helpers accept either and never mutate them.
+- A *mask* says which lanes are active: ``True`` (all), ``False`` (none) or a bool
+  array. Every helper that builds a mask normalises it, so ``m is True`` is the cheap
+  test for "no lane is masked off" that the fast paths rely on.
+- Lane ``l`` of a chunk is unit ``l % cube_size`` of the chunk's cube
+  ``l // cube_size``; the chunk's first cube is ``Grid.cube0``. So ``ABSOLUTE_POS``
+  of lane ``l`` is ``Grid.p0 + l``: lanes are contiguous in global position, which
+  is what the ``*_pos`` fast paths exploit.
+- Arrays cached here (lane indices shared by every chunk of one shape) are read-only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.polynomial import chebyshev as _cheb
+
+__all__ = [
+    "MAX_LANES", "Grid", "chunks", "check_dim", "extent",
+    "and_", "andnot", "merge", "select", "idiv", "erf",
+    "load", "load_unchecked", "view_pos", "load_pos", "store", "store_unchecked",
+    "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
+    "plane_sum", "plane_max", "plane_broadcast",
+]
+
+MAX_LANES = 1 << 20
+"""Most lanes one chunk runs at once (whole cubes; at least one cube per chunk).
+
+Read at every launch, so a test may lower it to exercise several chunks cheaply.
+"""
+
+Mask = bool | np.ndarray
+Value = Any  # a NumPy scalar or a 1-D lane array
+
+_CACHE: dict[tuple[Any, ...], np.ndarray] = {}
+_CACHE_LIMIT = 128
+
+
+def _cached(key: tuple[Any, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
+    arr = _CACHE.get(key)
+    if arr is None:
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.clear()
+        arr = make()
+        arr.flags.writeable = False  # shared by every chunk: nothing may write it
+        _CACHE[key] = arr
+    return arr
+
+
+def _iota(n: int) -> np.ndarray:
+    return _cached(("iota", n), lambda: np.arange(n, dtype=np.intp))
+
+
+def _is_lanes(v: Any) -> bool:
+    """Whether ``v`` is a per-lane array rather than a uniform scalar."""
+    return isinstance(v, np.ndarray) and v.ndim > 0
+
+
+def _u32(v: int) -> np.uint32:
+    return np.uint32(v & 0xFFFFFFFF)
+
+
+# ---------------------------------------------------------------- the launch grid
+
+
+class Grid:
+    """One chunk of a launch: ``ncubes`` whole cubes starting at cube ``cube0``.
+
+    Its builtins are named as :class:`cubecl_server.ir.BuiltinName` members and are
+    ``u32`` values, computed on first use and kept for the chunk.
+    """
+
+    def __init__(self, count: tuple[int, int, int], dim: tuple[int, int, int],
+                 cube0: int, ncubes: int) -> None:
+        self.count = count
+        self.dim = dim
+        self.cube_size = dim[0] * dim[1] * dim[2]
+        self.cube0 = cube0
+        self.ncubes = ncubes
+        self.n = ncubes * self.cube_size
+        self.p0 = cube0 * self.cube_size
+        self.CUBE_DIM = _u32(self.cube_size)
+        self.CUBE_DIM_X, self.CUBE_DIM_Y, self.CUBE_DIM_Z = (_u32(d) for d in dim)
+        self.CUBE_COUNT = _u32(count[0] * count[1] * count[2])
+        self.CUBE_COUNT_X, self.CUBE_COUNT_Y, self.CUBE_COUNT_Z = (_u32(c) for c in count)
+
+    @property
+    def _key(self) -> tuple[int, tuple[int, int, int]]:
+        return (self.n, self.dim)
+
+    @cached_property
+    def cube_local(self) -> np.ndarray:
+        """Index of each lane's cube within the chunk (``intp``)."""
+        cs = self.cube_size
+        return _cached(("cube", self.n, cs), lambda: _iota(self.n) // cs)
+
+    @cached_property
+    def UNIT_POS(self) -> np.ndarray:
+        cs = self.cube_size
+        return _cached(("unit", self.n, cs),
+                       lambda: (_iota(self.n) % cs).astype(np.uint32))
+
+    @cached_property
+    def UNIT_POS_X(self) -> np.ndarray:
+        dx = np.uint32(self.dim[0])
+        return _cached(("ux", *self._key), lambda: self.UNIT_POS % dx)
+
+    @cached_property
+    def UNIT_POS_Y(self) -> np.ndarray:
+        dx, dy = np.uint32(self.dim[0]), np.uint32(self.dim[1])
+        return _cached(("uy", *self._key), lambda: (self.UNIT_POS // dx) % dy)
+
+    @cached_property
+    def UNIT_POS_Z(self) -> np.ndarray:
+        dxy = np.uint32(self.dim[0] * self.dim[1])
+        return _cached(("uz", *self._key), lambda: self.UNIT_POS // dxy)
+
+    @cached_property
+    def CUBE_POS(self) -> np.ndarray:
+        return (self.cube_local + self.cube0).astype(np.uint32)
+
+    @cached_property
+    def CUBE_POS_X(self) -> np.ndarray:
+        return self.CUBE_POS % self.CUBE_COUNT_X
+
+    @cached_property
+    def CUBE_POS_Y(self) -> np.ndarray:
+        return (self.CUBE_POS // self.CUBE_COUNT_X) % self.CUBE_COUNT_Y
+
+    @cached_property
+    def CUBE_POS_Z(self) -> np.ndarray:
+        return self.CUBE_POS // _u32(self.count[0] * self.count[1])
+
+    @cached_property
+    def ABSOLUTE_POS(self) -> np.ndarray:
+        return _cached(("iota32", self.n),
+                       lambda: _iota(self.n).astype(np.uint32)) + _u32(self.p0)
+
+    @cached_property
+    def ABSOLUTE_POS_X(self) -> np.ndarray:
+        return self.CUBE_POS_X * self.CUBE_DIM_X + self.UNIT_POS_X
+
+    @cached_property
+    def ABSOLUTE_POS_Y(self) -> np.ndarray:
+        return self.CUBE_POS_Y * self.CUBE_DIM_Y + self.UNIT_POS_Y
+
+    @cached_property
+    def ABSOLUTE_POS_Z(self) -> np.ndarray:
+        return self.CUBE_POS_Z * self.CUBE_DIM_Z + self.UNIT_POS_Z
+
+    def pos_cmp(self, op: str, bound: Value) -> Value:
+        """``ABSOLUTE_POS op bound`` for a uniform ``bound``.
+
+        Decided from the chunk's range of positions when every lane agrees (the
+        common bounds test of an elementwise kernel), so no lane array is built.
+        """
+        lo, hi, b = self.p0, self.p0 + self.n - 1, int(bound)
+        if op == "<":
+            verdict = True if hi < b else False if lo >= b else None
+        elif op == "<=":
+            verdict = True if hi <= b else False if lo > b else None
+        elif op == ">":
+            verdict = True if lo > b else False if hi <= b else None
+        else:
+            verdict = True if lo >= b else False if hi < b else None
+        if verdict is not None:
+            return np.bool_(verdict)
+        pos = self.ABSOLUTE_POS.astype(np.asarray(bound).dtype, copy=False)
+        return {"<": np.less, "<=": np.less_equal, ">": np.greater,
+                ">=": np.greater_equal}[op](pos, bound)
+
+    def shared_base(self, size: int) -> np.ndarray:
+        """Offset of each lane's cube in a shared array of ``size`` per cube (``intp``)."""
+        return _cached(("shared", self.n, self.cube_size, size),
+                       lambda: self.cube_local * size)
+
+    def planes(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunk's planes: first lane of each, plane of each lane, its length."""
+        cs, nc = self.cube_size, self.ncubes
+        per_cube = -(-cs // size)
+
+        def starts() -> np.ndarray:
+            inner = np.arange(0, cs, size, dtype=np.intp)
+            return (np.arange(nc, dtype=np.intp)[:, None] * cs + inner[None, :]).ravel()
+
+        def plane_of() -> np.ndarray:
+            return self.cube_local * per_cube + (_iota(self.n) % cs) // size
+
+        def length() -> np.ndarray:
+            inner = np.minimum(cs - np.arange(0, cs, size, dtype=np.intp), size)
+            return np.tile(inner, nc)[plane_of_lane]
+
+        key = (self.n, cs, size)
+        plane_of_lane = _cached(("plane_of", *key), plane_of)
+        return (_cached(("plane_starts", *key), starts), plane_of_lane,
+                _cached(("plane_len", *key), length))
+
+
+def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> Iterator[Grid]:
+    """The launch as chunks of whole cubes, each at most :data:`MAX_LANES` lanes.
+
+    Cubes never share state, so running them chunk after chunk is the same launch.
+    """
+    cnt = (int(count[0]), int(count[1]), int(count[2]))
+    dm = (int(dim[0]), int(dim[1]), int(dim[2]))
+    total = cnt[0] * cnt[1] * cnt[2]
+    per = max(1, MAX_LANES // (dm[0] * dm[1] * dm[2]))
+    for cube0 in range(0, total, per):
+        yield Grid(cnt, dm, cube0, min(per, total - cube0))
+
+
+def check_dim(dim: tuple[int, ...], compiled: tuple[int, int, int]) -> None:
+    """Refuse a launch whose cube dim is not the one the kernel was compiled for."""
+    if tuple(int(d) for d in dim) != compiled:
+        raise ValueError(f"kernel compiled for cube dim {compiled}, launched with {tuple(dim)}")
+
+
+def extent(dims: tuple[int, ...], axis: int) -> np.uint32:
+    """``dims[axis]`` as ``u32``; 1 past the rank (a shape or a stride alike)."""
+    return _u32(dims[axis]) if axis < len(dims) else np.uint32(1)
+
+
+# ---------------------------------------------------------------- masks and values
+
+
+def _norm(m: np.ndarray) -> Mask:
+    k = np.count_nonzero(m)
+    return True if k == m.size else False if k == 0 else m
+
+
+def and_(m: Mask, c: Value) -> Mask:
+    """The lanes active in ``m`` where the bool value ``c`` holds."""
+    if m is False:
+        return False
+    if not _is_lanes(c):
+        return m if c else False
+    return _norm(c if m is True else m & c)
+
+
+def andnot(m: Mask, c: Value) -> Mask:
+    """The lanes active in ``m`` where the bool value ``c`` does not hold."""
+    if m is False:
+        return False
+    if not _is_lanes(c):
+        return False if c else m
+    # On bools, m > c is m & ~c in one pass.
+    return _norm(np.logical_not(c) if m is True else np.greater(m, c))
+
+
+def merge(m: Mask, new: Value, old: Value) -> Value:
+    """An assignment under a mask: ``new`` in the active lanes, ``old`` elsewhere."""
+    if m is True:
+        return new
+    if m is False:
+        return old
+    return np.where(m, new, old)
+
+
+def select(c: Value, a: Value, b: Value) -> Value:
+    """``a if c else b`` per lane; always a fresh value."""
+    r = np.where(c, a, b)
+    return r if r.ndim else r[()]
+
+
+def idiv(a: Value, b: Value) -> Value:
+    """Signed integer division truncating toward zero, as C; ``x / 0`` is 0."""
+    # a - fmod(a, b) is an exact multiple of b, so NumPy's floor division is exact.
+    return (a - np.fmod(a, b)) // b
+
+
+# ---------------------------------------------------------------- erf
+
+
+def _erf_pieces() -> list[tuple[float, float, np.ndarray]]:
+    # Chebyshev interpolants of erf(x)/x (smooth, even, no cancellation near 0, so
+    # the result keeps its relative accuracy down to subnormals) on [k/2, (k+1)/2).
+    verf = np.vectorize(math.erf)
+    pieces = []
+    for k in range(_ERF_PIECES):
+        mid, half = (k + 0.5) * _ERF_WIDTH, 0.5 * _ERF_WIDTH
+
+        def f(t: np.ndarray, mid: float = mid, half: float = half) -> np.ndarray:
+            x = mid + half * t
+            return verf(x) / x
+
+        pieces.append((mid, half, _cheb.chebinterpolate(f, _ERF_DEGREE)))
+    return pieces
+
+
+_ERF_WIDTH = 0.5
+_ERF_PIECES = 12  # up to |x| = 6, past which erf rounds to 1 in f64
+_ERF_DEGREE = 12
+_ERF_TABLE = _erf_pieces()
+
+
+def erf(x: Value) -> Value:
+    """The error function, vectorised, in the type of ``x``.
+
+    Computed in f64 from piecewise Chebyshev interpolants of ``erf(x)/x`` built at
+    import from :func:`math.erf`: about 2e-15 relative error in f64 (measured against
+    ``math.erf``), so f32 and f16 results are correctly rounded but for rare ties.
+    """
+    xs = np.asarray(x)
+    ax = np.abs(xs.astype(np.float64)).ravel()
+    out = np.ones_like(ax)
+    piece = np.minimum((ax * (1.0 / _ERF_WIDTH)).astype(np.intp), _ERF_PIECES)
+    for k, (mid, half, coef) in enumerate(_ERF_TABLE):
+        sel = np.flatnonzero(piece == k)
+        if sel.size:
+            xk = ax[sel]
+            out[sel] = xk * _cheb.chebval((xk - mid) / half, coef)
+    out = np.where(np.isnan(ax), ax, out)
+    r = np.copysign(out, xs.ravel()).astype(xs.dtype).reshape(xs.shape)
+    return r if r.ndim else r[()]
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _zero(arr: np.ndarray) -> Any:
+    return arr.dtype.type(0)
+
+
+def _in_range(idx: np.ndarray, n: int) -> np.ndarray:
+    ok = idx < n
+    if idx.dtype.kind == "i":
+        ok &= idx >= 0
+    return ok
+
+
+def _valid(idx: Value, n: int, m: Mask) -> Mask:
+    """The active lanes whose index lies in ``[0, n)``."""
+    if not _is_lanes(idx):
+        return m if 0 <= int(idx) < n else False
+    return and_(m, _in_range(idx, n))
+
+
+def _as_index(idx: np.ndarray) -> np.ndarray:
+    # u64 indices do not cast safely to intp for take(); lanes out of range were
+    # already masked off (checked) or are undefined behaviour (unchecked).
+    return idx.astype(np.intp) if idx.dtype == np.uint64 else idx
+
+
+def _gather(src: np.ndarray, flat: np.ndarray, valid: Mask) -> np.ndarray:
+    if valid is True:
+        return src.take(_as_index(flat))
+    if valid is False:
+        return np.zeros(flat.shape[0], src.dtype)
+    safe = np.where(valid, _as_index(flat), 0)
+    return np.where(valid, src.take(safe), _zero(src))
+
+
+def _scatter(dst: np.ndarray, flat: np.ndarray, val: Value, valid: Mask) -> None:
+    # NumPy assigns repeated indices in order, so among lanes storing to one address
+    # the last lane (in lane order) wins.
+    if valid is False:
+        return
+    if valid is True:
+        dst[_as_index(flat)] = val
+    else:
+        dst[_as_index(flat[valid])] = val[valid] if _is_lanes(val) else val
+
+
+def _last(val: Value, m: Mask) -> Value:
+    """The value of the last active lane: the winner of a store to one address."""
+    if not _is_lanes(val):
+        return val
+    if m is True:
+        return val[-1]
+    return val[m.shape[0] - 1 - int(np.argmax(m[::-1]))]
+
+
+def load(arr: np.ndarray, idx: Value, m: Mask) -> Value:
+    """Checked ``arr[idx]``: lanes outside the array (or inactive) read 0."""
+    if not _is_lanes(idx):
+        i = int(idx)
+        return arr[i] if 0 <= i < arr.shape[0] else _zero(arr)
+    return _gather(arr, idx, _valid(idx, arr.shape[0], m))
+
+
+def load_unchecked(arr: np.ndarray, idx: Value, m: Mask) -> Value:
+    """Unchecked ``arr[idx]``: only inactive lanes are kept from reading."""
+    if not _is_lanes(idx):
+        return arr[int(idx)]
+    return _gather(arr, idx, m)
+
+
+def view_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
+    """``arr[ABSOLUTE_POS]``, possibly a view of ``arr``: for a value used at once.
+
+    Lanes past the end read 0 in both modes, since they are the inactive lanes of a
+    bounds test in any correct kernel.
+    """
+    lo, hi, n = g.p0, g.p0 + g.n, arr.shape[0]
+    if hi <= n:
+        return arr[lo:hi]
+    out = np.zeros(g.n, arr.dtype)
+    if lo < n:
+        out[:n - lo] = arr[lo:]
+    return out
+
+
+def load_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
+    """``arr[ABSOLUTE_POS]`` as a value of its own (safe to keep past later stores)."""
+    lo, hi = g.p0, g.p0 + g.n
+    return arr[lo:hi].copy() if hi <= arr.shape[0] else view_pos(arr, g)
+
+
+def store(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
+    """Checked ``arr[idx] = val`` for the active lanes; lanes outside are dropped."""
+    if not _is_lanes(idx):
+        i = int(idx)
+        if 0 <= i < arr.shape[0]:
+            arr[i] = _last(val, m)
+        return
+    _scatter(arr, idx, val, _valid(idx, arr.shape[0], m))
+
+
+def store_unchecked(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
+    """Unchecked ``arr[idx] = val`` for the active lanes."""
+    if not _is_lanes(idx):
+        arr[int(idx)] = _last(val, m)
+        return
+    _scatter(arr, idx, val, m)
+
+
+def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
+    """``arr[ABSOLUTE_POS] = val`` for the active lanes, as one slice assignment.
+
+    Lanes past the end are dropped in both modes (see :func:`view_pos`).
+    """
+    k = min(g.n, arr.shape[0] - g.p0)
+    if k <= 0 or m is False:
+        return
+    dst = arr[g.p0:g.p0 + k]
+    v = val[:k] if _is_lanes(val) else val
+    if m is True:
+        dst[...] = v
+    else:
+        np.copyto(dst, v, where=m[:k])
+
+
+def _shared_flat(g: Grid, size: int, idx: Value, m: Mask, checked: bool
+                 ) -> tuple[np.ndarray, Mask]:
+    valid = _valid(idx, size, m) if checked else m
+    if _is_lanes(idx):
+        idx = _as_index(idx).astype(np.intp, copy=False)
+    return g.shared_base(size) + idx, valid
+
+
+def load_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, m: Mask,
+                checked: bool) -> np.ndarray:
+    """``shared[idx]`` in each lane's own cube; checked: outside ``[0, size)`` reads 0."""
+    flat, valid = _shared_flat(g, size, idx, m, checked)
+    return _gather(sh, flat, valid)
+
+
+def store_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, val: Value, m: Mask,
+                 checked: bool) -> None:
+    """``shared[idx] = val`` in each lane's own cube; checked: outside is dropped."""
+    flat, valid = _shared_flat(g, size, idx, m, checked)
+    _scatter(sh, flat, val, valid)
+
+
+# ---------------------------------------------------------------- atomics
+
+
+def _lanes_of(v: Value, lanes: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return v[lanes] if _is_lanes(v) else np.full(lanes.shape[0], v, dtype)
+
+
+def _rounds(lengths: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """For r = 0, 1, ...: the segments holding an r-th element (longest first)."""
+    order = np.argsort(-lengths, kind="stable")
+    neg_sorted = -lengths[order]
+    for r in range(int(lengths.max())):
+        yield r, order[:int(np.searchsorted(neg_sorted, -r, side="left"))]
+
+
+def _fold(f: np.ufunc, mem0: np.ndarray, v: np.ndarray, starts: np.ndarray,
+          lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sequential ``acc = f(acc, v)`` per segment: the old value before each step,
+    and each segment's final value. Exact in the array's type.
+
+    Python iterates min(segments, longest segment) times, at most sqrt(lanes).
+    """
+    old = np.empty_like(v)
+    if lengths.shape[0] <= int(lengths.max()):
+        final = np.empty_like(mem0)
+        for s in range(lengths.shape[0]):
+            a, b = int(starts[s]), int(starts[s] + lengths[s])
+            run = f.accumulate(np.concatenate((mem0[s:s + 1], v[a:b])))
+            old[a:b] = run[:-1]
+            final[s] = run[-1]
+        return old, final
+    acc = mem0.copy()
+    for r, segs in _rounds(lengths):
+        at = starts[segs] + r
+        old[at] = acc[segs]
+        acc[segs] = f(acc[segs], v[at])
+    return old, acc
+
+
+_FOLDS = {"add": np.add, "sub": np.subtract, "max": np.fmax, "min": np.fmin}
+
+
+def _atomic(op: str, mem: np.ndarray, flat: np.ndarray, val: Value, cmp: Value,
+            valid: Mask, n: int) -> np.ndarray:
+    """Apply an atomic to ``mem`` as if the valid lanes ran one after another in lane
+    order; returns each lane's old value (0 where it did not run)."""
+    old = np.zeros(n, mem.dtype)
+    if valid is False:
+        return old
+    lanes = _iota(n) if valid is True else np.flatnonzero(valid)
+    addr = _as_index(flat[lanes]).astype(np.intp, copy=False)
+    order = np.argsort(addr, kind="stable")  # stable: lane order within one address
+    lanes, addr = lanes[order], addr[order]
+    v = _lanes_of(val, lanes, mem.dtype)
+    first = np.empty(addr.shape[0], bool)
+    first[0] = True
+    np.not_equal(addr[1:], addr[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    lengths = np.diff(np.append(starts, addr.shape[0]))
+    seg_addr = addr[starts]
+    mem0 = mem[seg_addr]
+    if op in ("add", "sub") and mem.dtype.kind in "iu":
+        # Integers wrap, so one global scan minus each segment's base is exact.
+        w = v if op == "add" else -v
+        excl = np.cumsum(w, dtype=mem.dtype) - w
+        seg = np.repeat(np.arange(starts.shape[0]), lengths)
+        olds = mem0[seg] + (excl - excl[starts][seg])
+        final = olds[starts + lengths - 1] + w[starts + lengths - 1]
+    elif op in _FOLDS:
+        olds, final = _fold(_FOLDS[op], mem0, v, starts, lengths)
+    elif op == "exchange":
+        olds = np.empty_like(v)
+        olds[1:] = v[:-1]
+        olds[starts] = mem0
+        final = v[starts + lengths - 1]
+    else:  # compare_exchange: one vectorised step per collision rank
+        c = _lanes_of(cmp, lanes, mem.dtype)
+        olds = np.empty_like(v)
+        final = mem0.copy()
+        for r, segs in _rounds(lengths):
+            at = starts[segs] + r
+            cur = final[segs]
+            olds[at] = cur
+            final[segs] = np.where(cur == c[at], v[at], cur)
+    mem[seg_addr] = final
+    old[lanes] = olds
+    return old
+
+
+def atomic(op: str, arr: np.ndarray, g: Grid, idx: Value, val: Value, cmp: Value,
+           m: Mask, checked: bool) -> np.ndarray:
+    """An atomic on a global array; checked: lanes outside the array do nothing, old 0."""
+    valid = _valid(idx, arr.shape[0], m) if checked else m
+    flat = idx if _is_lanes(idx) else np.full(g.n, int(idx), np.intp)
+    return _atomic(op, arr, flat, val, cmp, valid, g.n)
+
+
+def atomic_shared(op: str, sh: np.ndarray, size: int, g: Grid, idx: Value, val: Value,
+                  cmp: Value, m: Mask, checked: bool) -> np.ndarray:
+    """An atomic on a shared array, in each lane's own cube."""
+    flat, valid = _shared_flat(g, size, idx, m, checked)
+    return _atomic(op, sh, flat, val, cmp, valid, g.n)
+
+
+# ---------------------------------------------------------------- planes
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    if dtype.kind == "f":
+        return dtype.type(-np.inf)
+    if dtype.kind == "b":
+        return np.False_
+    return np.iinfo(dtype).min
+
+
+def plane_sum(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """The sum of ``v`` over the active lanes of each lane's plane."""
+    starts, plane, _ = g.planes(size)
+    dtype = np.asarray(v).dtype
+    lanes = np.broadcast_to(v, (g.n,))
+    vm = lanes if m is True else np.where(m, lanes, dtype.type(0))
+    return np.add.reduceat(vm, starts, dtype=dtype).take(plane)
+
+
+def plane_max(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """The maximum of ``v`` over the active lanes of each lane's plane (``fmax``)."""
+    if not _is_lanes(v) and m is True:
+        return v
+    starts, plane, _ = g.planes(size)
+    dtype = np.asarray(v).dtype
+    lanes = np.broadcast_to(v, (g.n,))
+    vm = lanes if m is True else np.where(m, lanes, _lowest(dtype))
+    return np.fmax.reduceat(vm, starts).take(plane)
+
+
+def plane_broadcast(g: Grid, v: Value, lane: Value, size: int) -> Value:
+    """``v`` as unit ``lane`` of each lane's plane holds it; 0 past the plane's end."""
+    if not _is_lanes(v):
+        return v
+    starts, plane, length = g.planes(size)
+    k = np.asarray(lane).astype(np.int64)
+    valid = and_(True, (k >= 0) & (k < length))
+    return _gather(v, starts.take(plane) + k, valid)

@@ -1,0 +1,45 @@
+"""The ``cubecl-server`` command line: one subcommand per job, each its own module."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from cubecl_server.cli.backends import add_backends_command
+from cubecl_server.cli.cache import add_cache_command
+from cubecl_server.cli.compilations import add_compilations_command
+from cubecl_server.cli.demo import add_demo_command
+from cubecl_server.cli.table import Subparsers
+
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
+    add_demo_command,
+    add_backends_command,
+    add_compilations_command,
+    add_cache_command,
+]
+"""Each adds one subcommand to the parser; its ``func`` default runs it and returns
+the exit code."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cubecl-server`` argument parser, with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="cubecl-server",
+        description="Run, inspect and manage cubecl-server backends and caches.")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    return func(args)

@@ -1,0 +1,57 @@
+"""``cubecl-server backends``: every installed backend, its status and its devices."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.errors import PluginError
+from cubecl_server.plugins import registry
+from cubecl_server.plugins.registry import ENV_STRICT
+
+__all__ = ["add_backends_command", "run_backends"]
+
+
+def add_backends_command(subparsers: Subparsers) -> None:
+    """Register ``backends``: every installed backend, its status and its devices."""
+    parser = subparsers.add_parser(
+        "backends", help="list installed backends, their status and devices",
+        description="List every backend the installed plugins provide, whether it can "
+                    "run here and on which devices, and every plugin that is broken. "
+                    f"Exits 0 even with broken plugins, unless {ENV_STRICT}=1.")
+    parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    parser.set_defaults(func=run_backends)
+
+
+def run_backends(args: argparse.Namespace) -> int:
+    """Print the backend listing; 1 when strict discovery found a broken plugin."""
+    reg = registry()
+    try:
+        rows = reg.backends()
+        # backends() ends with one row per broken plugin, in broken()'s order
+        broken = iter(reg.broken())
+    except PluginError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        listing = []
+        for row in rows:
+            item: dict[str, object] = {
+                "name": row.name, "distribution": row.distribution, "version": row.version,
+                "status": row.status, "reason": row.reason, "devices": row.devices,
+            }
+            if row.status == "broken":
+                plugin = next(broken)
+                item["error"] = plugin.error
+                item["traceback"] = plugin.traceback
+            listing.append(item)
+        print(json.dumps(listing, indent=2))
+        return 0
+    table = []
+    for row in rows:
+        status = row.status if not row.reason else f"{row.status} ({row.reason})"
+        table.append((row.name, row.distribution, row.version, status, ", ".join(row.devices)))
+    print_table(("NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES"), table)
+    return 0

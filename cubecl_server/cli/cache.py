@@ -1,0 +1,142 @@
+"""``cubecl-server cache``: look at and tidy the current environment's artifact store."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from cubecl_server.allocator import format_bytes
+from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.compiler.store import environment_database
+from cubecl_server.config import config
+from cubecl_server.errors import StoreError
+from cubecl_server.persistence import SqliteStore, environment
+
+__all__ = ["add_cache_command", "parse_size", "parse_age"]
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
+               "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_size(text: str) -> int:
+    """``"500M"``, ``"2GiB"``, ``"1024"`` as a number of bytes (units are binary)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if m is None or m.group(2).lower() not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 500M or 2G)")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+
+
+def parse_age(text: str) -> float:
+    """``"30d"``, ``"12h"``, ``"90s"`` as seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"not an age: {text!r} (try 30d, 12h or 45m)")
+    return float(m.group(1)) * _AGE_UNITS[m.group(2)]
+
+
+def add_cache_command(subparsers: Subparsers) -> None:
+    """Register ``cache`` and its subcommands."""
+    parser = subparsers.add_parser("cache", help="inspect and tidy the artifact store")
+    sub = parser.add_subparsers(title="cache commands", metavar="ACTION", required=True)
+    sub.add_parser("info", help="root, environment, size, entries per namespace") \
+        .set_defaults(func=_info)
+    ls = sub.add_parser("ls", help="list entries")
+    ls.add_argument("--backend", help="only this backend's entries")
+    ls.set_defaults(func=_ls)
+    clear = sub.add_parser("clear", help="delete entries")
+    clear.add_argument("--backend", help="only this backend's entries")
+    clear.set_defaults(func=_clear)
+    prune = sub.add_parser("prune", help="delete least recently used entries")
+    prune.add_argument("--max-size", type=parse_size, help="shrink to at most this size")
+    prune.add_argument("--older-than", type=parse_age, help="drop entries unused this long")
+    prune.set_defaults(func=_prune)
+    sub.add_parser("verify", help="check every checksum, purge and report bad entries") \
+        .set_defaults(func=_verify)
+
+
+def _open() -> SqliteStore | None:
+    path = environment_database()
+    if not path.exists():
+        print(f"no artifact store yet at {path}")
+        return None
+    return SqliteStore.open(path)
+
+
+def _run(action: object) -> int:
+    try:
+        return action()  # type: ignore[operator, no-any-return]
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def _prefix(backend: str | None) -> str | None:
+    return None if backend is None else f"{backend}/"
+
+
+def _info(args: argparse.Namespace) -> int:
+    def action() -> int:
+        path = environment_database()
+        print(f"root         {environment.cache_root(config().cache_dir)}")
+        print(f"environment  {environment.environment_name(config().environment)}")
+        print(f"database     {path}")
+        db = _open()
+        if db is None:
+            return 0
+        print(f"size         {format_bytes(db.size_bytes())} in values, "
+              f"{format_bytes(path.stat().st_size)} on disk")
+        print_table(("NAMESPACE", "ENTRIES", "SIZE"),
+                    [(n.namespace, str(n.entries), format_bytes(n.bytes))
+                     for n in db.namespaces()])
+        return 0
+    return _run(action)
+
+
+def _ls(args: argparse.Namespace) -> int:
+    def action() -> int:
+        db = _open()
+        if db is None:
+            return 0
+        print_table(("NAMESPACE", "KEY", "SIZE", "ORIGIN"),
+                    [(e.namespace, e.key[:16], format_bytes(e.size), e.origin)
+                     for e in db.keys(_prefix(args.backend))])
+        return 0
+    return _run(action)
+
+
+def _clear(args: argparse.Namespace) -> int:
+    def action() -> int:
+        db = _open()
+        if db is not None:
+            print(f"deleted {db.clear(_prefix(args.backend))} entries")
+        return 0
+    return _run(action)
+
+
+def _prune(args: argparse.Namespace) -> int:
+    if args.max_size is None and args.older_than is None:
+        print("error: give --max-size and/or --older-than", file=sys.stderr)
+        return 2
+
+    def action() -> int:
+        db = _open()
+        if db is not None:
+            print(f"pruned {db.prune(args.max_size, args.older_than)} entries, "
+                  f"{format_bytes(db.size_bytes())} left")
+        return 0
+    return _run(action)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    def action() -> int:
+        db = _open()
+        if db is None:
+            return 0
+        bad = db.verify()
+        for namespace, key in bad:
+            print(f"purged corrupt entry {namespace} {key}")
+        print(f"{len(bad)} corrupt entries purged")
+        return 0
+    return _run(action)

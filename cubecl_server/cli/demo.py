@@ -1,0 +1,44 @@
+"""``cubecl-server demo``: the main job, a few kernels checked against NumPy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.errors import CubeclError
+
+__all__ = ["add_demo_command", "run_demo_command"]
+
+
+def add_demo_command(subparsers: Subparsers) -> None:
+    """Register ``demo``."""
+    parser = subparsers.add_parser(
+        "demo", help="run the demo kernels and check them against NumPy",
+        description="Run saxpy, a 2-D transpose and a kernel with a loop and a branch on "
+                    "a backend, with fresh random data, and check each against NumPy. "
+                    "Exits 1 if any result is wrong.")
+    parser.add_argument("--backend", help="backend name (default: CUBECL_BACKEND or cpu)")
+    parser.add_argument("--device", type=int, help="device index (default: 0)")
+    parser.add_argument("--seed", type=int, help="random seed (default: fresh)")
+    parser.set_defaults(func=run_demo_command)
+
+
+def run_demo_command(args: argparse.Namespace) -> int:
+    """Run the demo and print its table."""
+    # Imported here: the demo module defines kernels, which only this command needs.
+    from cubecl_server.demo import run_demo
+    from cubecl_server.runtime import client
+
+    try:
+        c = client(args.backend, args.device)
+        print(f"backend {c.backend}, device {c.device}")
+        results = run_demo(c, args.seed)
+    except CubeclError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print_table(("KERNEL", "OUTCOME", "COMPILE MS", "RUN MS", "MAX ERROR", "RESULT"),
+                [(r.kernel, r.outcome, f"{r.compile_ms:.2f}", f"{r.run_ms:.2f}",
+                  f"{r.max_error:.2e}", "ok" if r.ok else f"WRONG (tolerance {r.tolerance:g})")
+                 for r in results])
+    return 0 if all(r.ok for r in results) else 1

@@ -1,0 +1,206 @@
+"""KernelLoader: every kernel a device has loaded, in front of the backend that
+compiles and loads the ones it has not."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from cubecl_server.compiler.contracts import Artifact, ArtifactCompiler, CompilationTarget
+from cubecl_server.compiler.key import ArtifactId, BuildId, KernelCacheKey
+from cubecl_server.compiler.record import (
+    CompilationBatchRecord,
+    CompilationOutcome,
+    CompilationRecord,
+    CompilationRecording,
+    Recorder,
+)
+from cubecl_server.compiler.store import ArtifactStore, source_key, store_compiled
+from cubecl_server.errors import ArtifactRejected, CompilationError
+from cubecl_server.persistence import environment
+
+__all__ = ["KernelLoader"]
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
+                                       thread_name_prefix="cubecl-compile")
+        return _pool
+
+
+@dataclass
+class _Trip:
+    """One miss on its way: where its artifact came from and what was recorded."""
+
+    id: ArtifactId
+    key: KernelCacheKey
+    recording: CompilationRecording
+    artifact: Artifact | None = None
+    outcome: CompilationOutcome | None = None
+    source: str | None = None
+    rekeyed_from: KernelCacheKey | None = None
+
+
+class KernelLoader:
+    """Every kernel a device has loaded, in front of the backend that compiles and
+    loads the ones it has not.
+
+    ``get`` of a loaded kernel is one dictionary lookup. A miss walks the store's
+    kernels map, then lowering, the sources map (rekey) and finalize; artifacts are
+    obtained on any thread, and loaded on the calling (server) thread. Two threads
+    asking for the same missing kernel compile it once.
+    """
+
+    def __init__(self, backend: str, artifact_compiler: ArtifactCompiler[Any, Any],
+                 target: CompilationTarget, build_id: BuildId,
+                 recorder: Recorder | None = None) -> None:
+        self.backend = backend
+        self.artifact_compiler = artifact_compiler
+        self.target = target
+        self.build_id = build_id
+        self.recorder = recorder
+        self._loaded: dict[ArtifactId, Any] = {}
+        self._inflight: dict[ArtifactId, Future[Any]] = {}
+        self._lock = threading.Lock()
+        self._generation = environment.generation()
+
+    def get(self, id: ArtifactId) -> Any:
+        """The loaded kernel for ``id``, compiling or reading it on a miss."""
+        if self._generation == environment.generation():
+            loaded = self._loaded.get(id)
+            if loaded is not None:
+                return loaded
+        return self.get_batch((id,))[0]
+
+    def get_batch(self, ids: Sequence[ArtifactId]) -> list[Any]:
+        """The loaded kernels for ``ids``: misses are compiled in parallel on a thread
+        pool and loaded here, one after another, as one recorded batch."""
+        self._check_generation()
+        mine: dict[ArtifactId, Future[Any]] = {}
+        waits: dict[ArtifactId, Future[Any]] = {}
+        with self._lock:
+            for id in ids:
+                if id in self._loaded or id in mine or id in waits:
+                    continue
+                if id in self._inflight:
+                    waits[id] = self._inflight[id]
+                else:
+                    mine[id] = self._inflight[id] = Future()
+        if mine:
+            self._obtain_and_load(list(mine), mine)
+        for fut in waits.values():
+            fut.result()
+        return [self._loaded[id] for id in ids]
+
+    def _check_generation(self) -> None:
+        gen = environment.generation()
+        if gen != self._generation:
+            with self._lock:
+                self._loaded.clear()
+                self._generation = gen
+
+    def _obtain_and_load(self, ids: list[ArtifactId],
+                         futures: dict[ArtifactId, Future[Any]]) -> None:
+        start = time.perf_counter()
+        store = self.target.store
+        active = self.recorder is not None
+        variant = self.artifact_compiler.variant
+        trips = [_Trip(id, KernelCacheKey.of(id, self.build_id),
+                       CompilationRecording(active, id.kernel.name, self.backend, variant))
+                 for id in ids]
+        if len(trips) == 1:
+            outcomes: list[BaseException | None] = [self._obtain_safely(trips[0], store)]
+        else:
+            outcomes = list(_executor().map(lambda t: self._obtain_safely(t, store), trips))
+        records: list[CompilationRecord] = []
+        first_error: BaseException | None = None
+        for trip, error in zip(trips, outcomes, strict=True):
+            if error is None:
+                try:
+                    loaded = self._load(trip, store)
+                except BaseException as e:
+                    error = e
+            fut = futures[trip.id]
+            with self._lock:
+                del self._inflight[trip.id]
+                if error is None:
+                    self._loaded[trip.id] = loaded
+            if error is not None:
+                fut.set_exception(error)
+                first_error = first_error or error
+                continue
+            fut.set_result(loaded)
+            assert trip.outcome is not None and trip.artifact is not None
+            record = trip.recording.close(trip.outcome, trip.key.digest,
+                                          len(trip.artifact.payload))
+            if record is not None:
+                records.append(record)
+        if self.recorder is not None and records:
+            for r in records:
+                self.recorder.record(r)
+            self.recorder.record_batch(CompilationBatchRecord(
+                self.backend, tuple(records), (time.perf_counter() - start) * 1e3))
+        if first_error is not None:
+            raise first_error
+
+    def _obtain_safely(self, trip: _Trip, store: ArtifactStore | None) -> BaseException | None:
+        try:
+            self._obtain(trip, store, use_store=True)
+        except BaseException as e:
+            return e
+        return None
+
+    def _obtain(self, trip: _Trip, store: ArtifactStore | None, *, use_store: bool) -> None:
+        rec = trip.recording
+        if store is not None and use_store:
+            with rec.stage("store-read"):
+                artifact = store.get(trip.key)
+            if artifact is not None:
+                trip.artifact, trip.outcome = artifact, CompilationOutcome.LOADED
+                return
+        ac = self.artifact_compiler
+        kernel = trip.id.kernel
+        compiled = ac.lower(kernel.ir, trip.id.cube_dim, trip.id.mode, rec)
+        src = ac.source(compiled)
+        trip.source = None if src is None else source_key(src)
+        if store is not None and use_store and trip.source is not None:
+            with rec.stage("source-lookup"):
+                earlier = store.source(trip.source)
+                artifact = None if earlier is None else store.get(earlier)
+            if artifact is not None:
+                store.put(trip.key, artifact)
+                trip.artifact, trip.outcome = artifact, CompilationOutcome.REKEYED
+                trip.rekeyed_from = earlier
+                return
+        artifact = ac.finalize(compiled, rec)
+        with rec.stage("store-write"):
+            store_compiled(store, trip.key, artifact, trip.source)
+        trip.artifact, trip.outcome = artifact, CompilationOutcome.COMPILED
+
+    def _load(self, trip: _Trip, store: ArtifactStore | None) -> Any:
+        assert trip.artifact is not None
+        try:
+            with trip.recording.stage("load"):
+                return self.target.load(trip.artifact)
+        except ArtifactRejected as e:
+            if trip.outcome is CompilationOutcome.COMPILED:
+                raise CompilationError(f"the device rejected a freshly compiled artifact: {e}",
+                                       kernel=trip.id.kernel.name, backend=self.backend) from e
+        # A stored artifact the driver refuses is a bad entry: drop it, build afresh.
+        if store is not None:
+            store.purge(trip.key)
+            if trip.rekeyed_from is not None:
+                store.purge(trip.rekeyed_from)
+        self._obtain(trip, store, use_store=False)
+        return self._load(trip, store)

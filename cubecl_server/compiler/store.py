@@ -1,0 +1,177 @@
+"""The persistent artifacts of one backend and device, and the two calls that reach them."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from cubecl_server import __version__
+from cubecl_server.compiler.contracts import Artifact
+from cubecl_server.compiler.key import KernelCacheKey
+from cubecl_server.config import config
+from cubecl_server.errors import StoreError
+from cubecl_server.persistence import environment
+from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
+from cubecl_server.persistence.sqlite import PutResult, SqliteStore
+
+__all__ = [
+    "StoreNames", "ArtifactStore", "compilation_store", "store_compiled", "source_key",
+    "environment_database",
+]
+
+log = logging.getLogger("cubecl_server.compiler")
+
+
+@dataclass(frozen=True)
+class StoreNames:
+    """The names of the two maps of a backend's store: by kernel, and by source."""
+
+    kernels: str
+    sources: str
+
+
+def source_key(source: bytes) -> str:
+    """The sources-map key of what ``ArtifactCompiler.source`` returned."""
+    return hashlib.sha256(source).hexdigest()
+
+
+class ArtifactStore:
+    """The compiled artifacts of one backend and device, kept by kernel and, for a
+    backend that opts in, by the source each was finalized from.
+
+    Nothing here raises on a storage failure: the first one turns the store off
+    for the process with one warning, and the compile path goes on in memory.
+    """
+
+    def __init__(self, db: SqliteStore, backend: str, variant: str, names: StoreNames) -> None:
+        prefix = f"{backend}/{__version__}/{variant.replace('/', '_')}"
+        self.kernels_namespace = f"{prefix}/{names.kernels}"
+        self.sources_namespace = f"{prefix}/{names.sources}"
+        self._db = db
+        self._broken = False
+        self._lock = threading.Lock()
+
+    def _fail(self, what: str, err: StoreError) -> None:
+        with self._lock:
+            if not self._broken:
+                log.warning("compilation cache off for this process (%s failed: %s); "
+                            "kernels still compile and run", what, err)
+            self._broken = True
+
+    def get(self, key: KernelCacheKey) -> Artifact | None:
+        """The artifact stored under ``key``; None if absent, unreadable or corrupt."""
+        if self._broken:
+            return None
+        try:
+            entry = self._db.get(self.kernels_namespace, key.digest)
+        except StoreError as e:
+            self._fail("read", e)
+            return None
+        if entry is None:
+            return None
+        try:
+            d = decode_artifact(entry.value)
+        except CorruptEntry as e:
+            log.warning("stored artifact %s does not decode (%s): purged, compiling again",
+                        key.digest[:16], e)
+            self.purge(key)
+            return None
+        return Artifact(d.kind, d.payload, dict(d.header))
+
+    def put(self, key: KernelCacheKey, artifact: Artifact) -> bool:
+        """Store ``artifact`` under ``key`` (first writer wins); whether it was taken."""
+        if self._broken:
+            return False
+        value = encode_artifact(artifact.kind, artifact.header, artifact.payload)
+        try:
+            result = self._db.put(self.kernels_namespace, key.digest, value)
+        except StoreError as e:
+            self._fail("write", e)
+            return False
+        return result is not PutResult.CONFLICT
+
+    def purge(self, key: KernelCacheKey) -> None:
+        """Remove the artifact under ``key`` (found corrupt, or rejected by the driver)."""
+        if self._broken:
+            return
+        try:
+            self._db.delete(self.kernels_namespace, key.digest)
+        except StoreError as e:
+            self._fail("purge", e)
+
+    def source(self, source: str) -> KernelCacheKey | None:
+        """The key the sources map names for a source key, if any."""
+        if self._broken:
+            return None
+        try:
+            entry = self._db.get(self.sources_namespace, source)
+        except StoreError as e:
+            self._fail("read", e)
+            return None
+        return None if entry is None else KernelCacheKey(entry.value.decode())
+
+    def point_source(self, source: str, key: KernelCacheKey) -> None:
+        """Make the sources map name ``key`` for ``source``.
+
+        Insert-only, except that a pointer to an artifact that is gone (pruned, or
+        purged as corrupt) is repointed: an artifact another kernel may still use
+        is never dropped for it.
+        """
+        if self._broken:
+            return
+        value = key.digest.encode()
+        try:
+            if self._db.put(self.sources_namespace, source, value) is PutResult.CONFLICT:
+                current = self.source(source)
+                if current is not None and self.get(current) is None:
+                    self._db.replace(self.sources_namespace, source, value)
+        except StoreError as e:
+            self._fail("write", e)
+
+
+def environment_database() -> Path:
+    """The SQLite file of the current environment, as variables and config say."""
+    cfg = config()
+    root = os.environ.get(environment.ENV_CACHE_DIR) or cfg.cache_dir
+    return environment.database_path(environment.environment_name(cfg.environment), root)
+
+
+_stores: dict[tuple[str, str, str, StoreNames, int], ArtifactStore | None] = {}
+_stores_lock = threading.Lock()
+
+
+def compilation_store(backend: str, variant: str, names: StoreNames) -> ArtifactStore | None:
+    """A store for a backend's compiled artifacts, or None when compilation caching is
+    disabled or there is nowhere durable to put them.
+
+    One store per database, backend, variant and names per process; an environment
+    switch gives fresh ones.
+    """
+    if not config().compilation_cache:
+        return None
+    path = environment_database()
+    cache_key = (str(path), backend, variant, names, environment.generation())
+    with _stores_lock:
+        if cache_key not in _stores:
+            db = environment.open_store(path)
+            _stores[cache_key] = None if db is None else ArtifactStore(db, backend, variant, names)
+        return _stores[cache_key]
+
+
+def store_compiled(store: ArtifactStore | None, key: KernelCacheKey, artifact: Artifact,
+                   source: str | None = None) -> bool:
+    """Stores a freshly compiled artifact, logging rather than failing, and says
+    whether the store took it (never logging the artifact's bytes)."""
+    if store is None:
+        return False
+    taken = store.put(key, artifact)
+    if not taken:
+        log.info("artifact %s not stored (store off, or another writer stored a "
+                 "different value first)", key.digest[:16])
+    elif source is not None:
+        store.point_source(source, key)
+    return taken

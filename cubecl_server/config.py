@@ -1,0 +1,123 @@
+"""Configuration: a ``cubecl.toml`` file, overridden by ``CUBECL_*`` variables.
+
+The file is the first ``cubecl.toml`` found in the working directory or one of its
+parents. Every setting and its variable:
+
+| file                        | variable                     | default              |
+|-----------------------------|------------------------------|----------------------|
+| ``backend``                 | ``CUBECL_BACKEND``           | ``"cpu"``            |
+| ``[execution] mode``        | ``CUBECL_EXECUTION_MODE``    | ``"checked"``        |
+| ``[compilation] cache``     | ``CUBECL_COMPILATION_CACHE`` | ``true``             |
+| ``[compilation] record``    | ``CUBECL_COMPILATION_RECORD``| ``false``            |
+| ``[cache] dir``             | ``CUBECL_CACHE_DIR``         | the user cache dir   |
+| ``[environment] name``      | ``CUBECL_ENVIRONMENT``       | ``"default"``        |
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cubecl_server.execution import ExecutionMode
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+__all__ = ["Config", "config", "reload_config", "find_config_file"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settings in force for this process.
+
+    ``cache_dir`` and ``environment`` are the file's values only: their variables
+    are read where the cache is found (``compiler.store.environment_database``), so
+    that ``switch_environment`` takes precedence over both.
+    """
+
+    backend: str = "cpu"
+    execution_mode: ExecutionMode = ExecutionMode.CHECKED
+    compilation_cache: bool = True
+    compilation_record: bool = False
+    cache_dir: str | None = None
+    environment: str | None = None
+    file: Path | None = None
+
+
+def find_config_file(start: Path | None = None) -> Path | None:
+    """The nearest ``cubecl.toml`` in ``start`` (default: the working directory) or above."""
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        candidate = d / "cubecl.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _flag(name: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise ValueError(f"{name}={raw!r}: expected one of 1/0, true/false, yes/no, on/off")
+
+
+def _table(data: dict[str, Any], name: str, path: Path) -> dict[str, Any]:
+    t = data.get(name, {})
+    if not isinstance(t, dict):
+        raise ValueError(f"{path}: [{name}] must be a table")
+    return t
+
+
+@lru_cache(maxsize=1)
+def config() -> Config:
+    """The process's configuration, read once (see :func:`reload_config`)."""
+    path = find_config_file()
+    data: dict[str, Any] = {}
+    if path is not None:
+        with path.open("rb") as f:
+            try:
+                data = tomllib.load(f)
+            except tomllib.TOMLDecodeError as e:
+                raise ValueError(f"{path}: {e}") from None
+    compilation = _table(data, "compilation", path) if path else {}
+    env = os.environ
+    mode = env.get("CUBECL_EXECUTION_MODE") or _table(data, "execution", path or Path()).get(
+        "mode", "checked")
+    try:
+        execution_mode = ExecutionMode(mode)
+    except ValueError:
+        raise ValueError(f"execution mode {mode!r}: expected 'checked' or 'unchecked'") from None
+    cache = compilation.get("cache", True)
+    record = compilation.get("record", False)
+    if "CUBECL_COMPILATION_CACHE" in env:
+        cache = _flag("CUBECL_COMPILATION_CACHE", env["CUBECL_COMPILATION_CACHE"])
+    if "CUBECL_COMPILATION_RECORD" in env:
+        record = _flag("CUBECL_COMPILATION_RECORD", env["CUBECL_COMPILATION_RECORD"])
+    cache_table = _table(data, "cache", path) if path else {}
+    env_table = _table(data, "environment", path) if path else {}
+    return Config(
+        backend=env.get("CUBECL_BACKEND") or data.get("backend", "cpu"),
+        execution_mode=execution_mode,
+        compilation_cache=bool(cache),
+        compilation_record=bool(record),
+        cache_dir=cache_table.get("dir"),
+        environment=env_table.get("name"),
+        file=path,
+    )
+
+
+def reload_config() -> Config:
+    """Read the configuration again (after changing variables or the file)."""
+    config.cache_clear()
+    return config()

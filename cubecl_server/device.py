@@ -1,0 +1,54 @@
+"""The device of each runtime, which hardware it is, and what it can do."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from cubecl_server.ir import Elem
+
+__all__ = ["DeviceKind", "DeviceInfo", "Capabilities"]
+
+
+class DeviceKind(enum.Enum):
+    """Which kind of hardware a device is."""
+
+    CPU = "cpu"
+    INTEGRATED_GPU = "integrated-gpu"
+    DISCRETE_GPU = "discrete-gpu"
+    VIRTUAL = "virtual"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device a runtime can create a server for, as a person would name it."""
+
+    backend: str
+    index: int
+    name: str
+    kind: DeviceKind
+    vendor: str = ""
+    driver_version: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.index} {self.name}"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a device supports; the conformance suite turns tests off by these.
+
+    ``atomics`` lists the element types atomic operations work on (``f32`` there
+    means atomic add on floats). ``plane_size`` is None when plane (subgroup)
+    operations are not available. ``device_present`` is False for a compile-only
+    backend (CUDA on a machine without a GPU): everything up to finalize runs.
+    """
+
+    f64: bool
+    f16: bool
+    atomics: frozenset[Elem] = field(default_factory=frozenset)
+    shared_memory_bytes: int = 0
+    max_cube_dim: int = 256
+    plane_size: int | None = None
+    device_present: bool = True

@@ -1,0 +1,66 @@
+"""The errors cubecl-server raises: one type per thing a caller may want to catch."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CubeclError", "KernelSyntaxError", "CompilationError", "StoreError",
+    "PluginError", "BackendNotFound", "BackendUnavailable", "ArtifactRejected",
+]
+
+
+class CubeclError(Exception):
+    """Base class of every error cubecl-server raises on purpose."""
+
+
+class KernelSyntaxError(CubeclError):
+    """A kernel uses something outside the kernel language, or mixes types.
+
+    ``file`` and ``line`` point at the offending construct in the kernel's source.
+    """
+
+    def __init__(self, message: str, file: str, line: int) -> None:
+        super().__init__(f"{file}:{line}: {message}")
+        self.message = message
+        self.file = file
+        self.line = line
+
+
+class CompilationError(CubeclError):
+    """A backend could not compile a kernel: unsupported instruction, failed
+    validation, or its compiler's own failure.
+
+    ``log`` is what the backend's compiler said (build log, glslang or NVRTC output),
+    kept whole so the person reading it sees the line that failed.
+    """
+
+    def __init__(self, message: str, *, kernel: str, backend: str, log: str = "") -> None:
+        text = f"[{backend}] kernel {kernel!r}: {message}"
+        if log:
+            text += "\n--- backend log ---\n" + log.rstrip()
+        super().__init__(text)
+        self.message = message
+        self.kernel = kernel
+        self.backend = backend
+        self.log = log
+
+
+class StoreError(CubeclError):
+    """The persistent store cannot be used (raised only where a caller asked for it,
+    such as the cache CLI; the compile path degrades instead of raising)."""
+
+
+class PluginError(CubeclError):
+    """A plugin failed to import or register (raised in strict mode, or on use)."""
+
+
+class BackendNotFound(PluginError, LookupError):
+    """No installed plugin provides the backend asked for."""
+
+
+class BackendUnavailable(CubeclError):
+    """The backend is installed but cannot run here (no device, missing driver)."""
+
+
+class ArtifactRejected(CubeclError):
+    """A backend's ``CompilationTarget.load`` refused a stored artifact (a driver
+    rejecting a binary); the loader purges it and compiles the kernel again."""

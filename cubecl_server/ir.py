@@ -1,0 +1,667 @@
+"""The intermediate representation every backend compiles.
+
+A kernel is a tree of frozen dataclasses: typed expressions inside structured
+statements. It is immutable, prints readably (:func:`format_kernel`), has one
+canonical serialisation (:func:`to_json` / :func:`from_json`) and a stable hash
+(:attr:`Kernel.digest`) that is the same in every process. ``docs/ir.md`` is the
+contract a backend compiles from; this module is its executable form.
+
+Conventions every backend relies on:
+
+- Every expression carries its result :class:`Elem`; the frontend has already
+  checked and unified operand types, so a backend never infers a type.
+- Locals are declared once for the whole kernel (:attr:`Kernel.locals`) with a
+  fixed type; scalar parameters are read with :class:`Var` like locals.
+- Builtins (positions, dimensions) are ``u32``; so are ``len``, shapes and strides.
+- Statements nest; there is no goto. ``Return`` ends the unit's work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+__all__ = [
+    "Elem", "Param", "Local", "SharedArray", "SourceLoc",
+    "Const", "Var", "Builtin", "BuiltinName", "Binary", "BinOp", "Unary", "UnOp",
+    "Math", "MathFn", "Cast", "Select", "Load", "Len", "Shape", "Stride", "PlaneOp",
+    "PlaneFn", "Assign", "Store", "If", "For", "While", "Break", "Continue", "Return",
+    "Barrier", "AtomicStmt", "AtomicOp", "Kernel", "Expr", "Stmt",
+    "to_json", "from_json", "format_expr", "format_kernel", "walk",
+]
+
+
+class Elem(enum.Enum):
+    """A scalar element type: what one value of an expression or an array holds."""
+
+    F16 = "f16"
+    F32 = "f32"
+    F64 = "f64"
+    I32 = "i32"
+    I64 = "i64"
+    U32 = "u32"
+    U64 = "u64"
+    BOOL = "bool"
+
+    @property
+    def is_float(self) -> bool:
+        """Whether this is a floating-point type."""
+        return self in (Elem.F16, Elem.F32, Elem.F64)
+
+    @property
+    def is_int(self) -> bool:
+        """Whether this is an integer type (signed or unsigned, not bool)."""
+        return self in (Elem.I32, Elem.I64, Elem.U32, Elem.U64)
+
+    @property
+    def is_signed(self) -> bool:
+        """Whether this is a signed integer type."""
+        return self in (Elem.I32, Elem.I64)
+
+    @property
+    def bits(self) -> int:
+        """Width in bits (bool counts as 8: one byte in a buffer)."""
+        return {"f16": 16, "f32": 32, "f64": 64, "i32": 32, "i64": 64,
+                "u32": 32, "u64": 64, "bool": 8}[self.value]
+
+    @property
+    def numpy_name(self) -> str:
+        """The NumPy dtype name with the same layout."""
+        return "bool" if self is Elem.BOOL else {"f": "float", "i": "int", "u": "uint"}[
+            self.value[0]] + self.value[1:]
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where a kernel was written; kept for messages, never part of the hash."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Param:
+    """A kernel parameter: a global array (``array=True``) or a scalar passed by value."""
+
+    name: str
+    elem: Elem
+    array: bool
+
+
+@dataclass(frozen=True)
+class Local:
+    """A local variable, declared for the whole kernel with one type."""
+
+    name: str
+    elem: Elem
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    """Cube-local memory: ``size`` elements shared by the units of one cube."""
+
+    name: str
+    elem: Elem
+    size: int
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal or a comptime value baked into the kernel."""
+
+    value: int | float | bool
+    type: Elem
+
+
+@dataclass(frozen=True)
+class Var:
+    """The current value of a local variable or a scalar parameter."""
+
+    name: str
+    type: Elem
+
+
+class BuiltinName(enum.Enum):
+    """Positions and sizes of the launch grid, as each unit sees them.
+
+    ``*_X/_Y/_Z`` are per axis; the plain names are linearised with x fastest:
+    ``UNIT_POS = x + y*CUBE_DIM_X + z*CUBE_DIM_X*CUBE_DIM_Y``, ``CUBE_DIM`` is the
+    number of units in a cube, ``CUBE_COUNT`` the number of cubes, and
+    ``ABSOLUTE_POS = CUBE_POS * CUBE_DIM + UNIT_POS``.
+    """
+
+    ABSOLUTE_POS = "ABSOLUTE_POS"
+    ABSOLUTE_POS_X = "ABSOLUTE_POS_X"
+    ABSOLUTE_POS_Y = "ABSOLUTE_POS_Y"
+    ABSOLUTE_POS_Z = "ABSOLUTE_POS_Z"
+    UNIT_POS = "UNIT_POS"
+    UNIT_POS_X = "UNIT_POS_X"
+    UNIT_POS_Y = "UNIT_POS_Y"
+    UNIT_POS_Z = "UNIT_POS_Z"
+    CUBE_POS = "CUBE_POS"
+    CUBE_POS_X = "CUBE_POS_X"
+    CUBE_POS_Y = "CUBE_POS_Y"
+    CUBE_POS_Z = "CUBE_POS_Z"
+    CUBE_DIM = "CUBE_DIM"
+    CUBE_DIM_X = "CUBE_DIM_X"
+    CUBE_DIM_Y = "CUBE_DIM_Y"
+    CUBE_DIM_Z = "CUBE_DIM_Z"
+    CUBE_COUNT = "CUBE_COUNT"
+    CUBE_COUNT_X = "CUBE_COUNT_X"
+    CUBE_COUNT_Y = "CUBE_COUNT_Y"
+    CUBE_COUNT_Z = "CUBE_COUNT_Z"
+    PLANE_DIM = "PLANE_DIM"
+    UNIT_POS_PLANE = "UNIT_POS_PLANE"
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A launch-grid builtin (always ``u32``)."""
+
+    name: BuiltinName
+    type: Elem = Elem.U32
+
+
+class BinOp(enum.Enum):
+    """Binary operators. Operands have one type; comparisons yield ``bool``.
+
+    ``DIV`` is true division (floats only). ``IDIV`` and ``REM`` on integers
+    truncate toward zero as in C (``-7 // 2 == -3``, ``-7 % 2 == -1``); ``REM`` on
+    floats is C's ``fmod``. Integer division by zero is unspecified. ``SHL``/``SHR``
+    shift by ``rhs mod bits``; ``SHR`` is arithmetic on signed types.
+    Integer ``ADD``/``SUB``/``MUL`` wrap (two's complement).
+    """
+
+    ADD = "+"
+    SUB = "-"
+    MUL = "*"
+    DIV = "/"
+    IDIV = "//"
+    REM = "%"
+    BITAND = "&"
+    BITOR = "|"
+    BITXOR = "^"
+    SHL = "<<"
+    SHR = ">>"
+    EQ = "=="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    AND = "and"
+    OR = "or"
+
+    @property
+    def is_comparison(self) -> bool:
+        """Whether the result is ``bool`` computed from two non-bool operands."""
+        return self in (BinOp.EQ, BinOp.NE, BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE)
+
+
+@dataclass(frozen=True)
+class Binary:
+    """``lhs op rhs``."""
+
+    op: BinOp
+    lhs: Expr
+    rhs: Expr
+    type: Elem
+
+
+class UnOp(enum.Enum):
+    """Unary operators: arithmetic negation, boolean ``not``, bitwise ``~``."""
+
+    NEG = "-"
+    NOT = "not"
+    BITNOT = "~"
+
+
+@dataclass(frozen=True)
+class Unary:
+    """``op x``."""
+
+    op: UnOp
+    x: Expr
+    type: Elem
+
+
+class MathFn(enum.Enum):
+    """Math functions. Arity and semantics are those of C's ``<math.h>`` unless noted.
+
+    ``ABS``, ``MIN``, ``MAX``, ``CLAMP`` work on every numeric type; ``MIN``/``MAX``
+    of a NaN operand return the other operand (``fmin``/``fmax``).
+    ``CLAMP(x, lo, hi) = MIN(MAX(x, lo), hi)``. ``ISNAN``/``ISINF`` yield ``bool``.
+    The rest take and return floats.
+    """
+
+    EXP = "exp"
+    LOG = "log"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    SIN = "sin"
+    COS = "cos"
+    TANH = "tanh"
+    ERF = "erf"
+    ABS = "abs"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    POW = "pow"
+    FMA = "fma"
+    MIN = "min"
+    MAX = "max"
+    CLAMP = "clamp"
+    ISNAN = "isnan"
+    ISINF = "isinf"
+
+
+@dataclass(frozen=True)
+class Math:
+    """A math function applied to ``args``."""
+
+    fn: MathFn
+    args: tuple[Expr, ...]
+    type: Elem
+
+
+@dataclass(frozen=True)
+class Cast:
+    """``x`` converted to ``type`` (C conversion rules; float to int truncates)."""
+
+    x: Expr
+    type: Elem
+
+
+@dataclass(frozen=True)
+class Select:
+    """``a if cond else b``, both sides evaluated (no short circuit)."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+    type: Elem
+
+
+@dataclass(frozen=True)
+class Load:
+    """``array[index]`` of a global array parameter or a shared array.
+
+    In checked mode an index outside the array reads 0 (``False`` for bool).
+    """
+
+    array: str
+    index: Expr
+    type: Elem
+
+
+@dataclass(frozen=True)
+class Len:
+    """The number of elements of an array parameter (``u32``)."""
+
+    array: str
+    type: Elem = Elem.U32
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The extent of an array parameter along ``dim`` (``u32``); 1 past its rank."""
+
+    array: str
+    dim: int
+    type: Elem = Elem.U32
+
+
+@dataclass(frozen=True)
+class Stride:
+    """The stride, in elements, of an array parameter along ``dim`` (``u32``)."""
+
+    array: str
+    dim: int
+    type: Elem = Elem.U32
+
+
+class PlaneFn(enum.Enum):
+    """Operations across the units of one plane (subgroup, warp)."""
+
+    SUM = "sum"
+    MAX = "max"
+    BROADCAST = "broadcast"
+
+
+@dataclass(frozen=True)
+class PlaneOp:
+    """A plane operation; ``BROADCAST`` takes the value of unit ``lane`` of the plane."""
+
+    fn: PlaneFn
+    value: Expr
+    lane: Expr | None
+    type: Elem
+
+
+Expr = (Const | Var | Builtin | Binary | Unary | Math | Cast | Select | Load | Len | Shape
+        | Stride | PlaneOp)
+
+# ---------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True)
+class Assign:
+    """``name = value`` for a declared local."""
+
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Store:
+    """``array[index] = value``; in checked mode an index outside the array is dropped."""
+
+    array: str
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class If:
+    """``if cond: then else: orelse``."""
+
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class For:
+    """``for var in range(start, stop, step)``; ``step`` is a nonzero constant.
+
+    The bounds are evaluated once, before the first iteration. ``unroll`` asks the
+    backend to unroll (the bounds are then constants).
+    """
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: Const
+    body: tuple[Stmt, ...]
+    unroll: bool = False
+
+
+@dataclass(frozen=True)
+class While:
+    """``while cond: body``."""
+
+    cond: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Break:
+    """Leaves the innermost loop."""
+
+
+@dataclass(frozen=True)
+class Continue:
+    """Goes on with the next iteration of the innermost loop."""
+
+
+@dataclass(frozen=True)
+class Return:
+    """Ends this unit's work."""
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """Waits until every unit of the cube reaches it; makes shared memory writes visible."""
+
+
+class AtomicOp(enum.Enum):
+    """Atomic read-modify-write operations on one array element."""
+
+    ADD = "add"
+    SUB = "sub"
+    MAX = "max"
+    MIN = "min"
+    EXCHANGE = "exchange"
+    COMPARE_EXCHANGE = "compare_exchange"
+
+
+@dataclass(frozen=True)
+class AtomicStmt:
+    """``result = atomic_op(array, index, value)``: the old value goes to ``result``.
+
+    ``COMPARE_EXCHANGE`` stores ``value`` only where the element equals ``compare``.
+    ``result`` is None when the old value is not used.
+    """
+
+    op: AtomicOp
+    array: str
+    index: Expr
+    value: Expr
+    compare: Expr | None
+    result: str | None
+
+
+Stmt = Assign | Store | If | For | While | Break | Continue | Return | Barrier | AtomicStmt
+
+# ---------------------------------------------------------------- the kernel
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel: its signature, its declarations and its body.
+
+    ``comptime`` lists the compile-time values it was specialised with (already
+    baked into the body); ``loc`` is where it was written and is not hashed.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    locals: tuple[Local, ...]
+    shared: tuple[SharedArray, ...]
+    body: tuple[Stmt, ...]
+    comptime: tuple[tuple[str, int | float | bool | str], ...] = ()
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 of the canonical serialisation: the kernel's stable identity."""
+        return hashlib.sha256(to_json(self).encode()).hexdigest()
+
+    def param(self, name: str) -> Param:
+        """The parameter called ``name``."""
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @cached_property
+    def written_arrays(self) -> frozenset[str]:
+        """Names of the array parameters the kernel stores to (its outputs)."""
+        params = {p.name for p in self.params if p.array}
+        return frozenset(
+            n.array for n in walk(self.body)
+            if isinstance(n, (Store, AtomicStmt)) and n.array in params
+        )
+
+
+# ---------------------------------------------------------------- traversal
+
+
+def walk(nodes: tuple[Any, ...] | Any) -> Any:
+    """Yield every statement and expression under ``nodes``, parents first."""
+    stack = list(nodes) if isinstance(nodes, tuple) else [nodes]
+    stack.reverse()
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        yield node
+        if dataclasses.is_dataclass(node):
+            children: list[Any] = []
+            for f in dataclasses.fields(node):
+                v = getattr(node, f.name)
+                if isinstance(v, tuple):
+                    children.extend(c for c in v if dataclasses.is_dataclass(c))
+                elif dataclasses.is_dataclass(v):
+                    children.append(v)
+            stack.extend(reversed(children))
+
+
+# ---------------------------------------------------------------- serialisation
+
+_NODES: dict[str, type] = {
+    cls.__name__: cls for cls in (
+        Param, Local, SharedArray, Const, Var, Builtin, Binary, Unary, Math, Cast,
+        Select, Load, Len, Shape, Stride, PlaneOp, Assign, Store, If, For, While, Break,
+        Continue, Return, Barrier, AtomicStmt, Kernel,
+    )
+}
+_ENUMS: dict[str, type[enum.Enum]] = {
+    cls.__name__: cls for cls in (Elem, BuiltinName, BinOp, UnOp, MathFn, PlaneFn, AtomicOp)
+}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return {"enum": type(value).__name__, "v": value.value}
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        # float.hex is exact and has a spelling for nan and inf, unlike JSON numbers.
+        return {"float": value.hex()}
+    if isinstance(value, tuple):
+        return [_encode(v) for v in value]
+    if isinstance(value, SourceLoc):
+        raise TypeError("SourceLoc is not serialised")
+    if dataclasses.is_dataclass(value):
+        out: dict[str, Any] = {"node": type(value).__name__}
+        for f in dataclasses.fields(value):
+            if f.compare:
+                out[f.name] = _encode(getattr(value, f.name))
+        return out
+    raise TypeError(f"cannot serialise {type(value).__name__} in the IR")
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_decode(v) for v in value)
+    if isinstance(value, dict):
+        if "enum" in value:
+            return _ENUMS[value["enum"]](value["v"])
+        if "float" in value:
+            return float.fromhex(value["float"])
+        cls = _NODES[value["node"]]
+        return cls(**{k: _decode(v) for k, v in value.items() if k != "node"})
+    return value
+
+
+def to_json(node: Any) -> str:
+    """The canonical serialisation of an IR node: compact JSON, keys in field order."""
+    return json.dumps(_encode(node), separators=(",", ":"), allow_nan=False)
+
+
+def from_json(text: str) -> Any:
+    """Rebuild an IR node from :func:`to_json` output (``loc`` is not restored)."""
+    return _decode(json.loads(text))
+
+
+# ---------------------------------------------------------------- printing
+
+def format_expr(e: Expr) -> str:
+    """One expression as readable text (fully parenthesised where it matters)."""
+    match e:
+        case Const(value=v, type=t):
+            return f"{v!r}:{t.value}"
+        case Var(name=n):
+            return n
+        case Builtin(name=n):
+            return n.value
+        case Binary(op=op, lhs=a, rhs=b):
+            return f"({format_expr(a)} {op.value} {format_expr(b)})"
+        case Unary(op=op, x=x):
+            return f"({op.value}{' ' if op is UnOp.NOT else ''}{format_expr(x)})"
+        case Math(fn=fn, args=args):
+            return f"{fn.value}({', '.join(format_expr(a) for a in args)})"
+        case Cast(x=x, type=t):
+            return f"{t.value}({format_expr(x)})"
+        case Select(cond=c, a=a, b=b):
+            return f"select({format_expr(c)}, {format_expr(a)}, {format_expr(b)})"
+        case Load(array=a, index=i):
+            return f"{a}[{format_expr(i)}]"
+        case Len(array=a):
+            return f"len({a})"
+        case Shape(array=a, dim=d):
+            return f"{a}.shape[{d}]"
+        case Stride(array=a, dim=d):
+            return f"{a}.stride[{d}]"
+        case PlaneOp(fn=fn, value=v, lane=lane):
+            extra = f", {format_expr(lane)}" if lane is not None else ""
+            return f"plane_{fn.value}({format_expr(v)}{extra})"
+    raise TypeError(f"not an IR expression: {e!r}")
+
+
+def _format_block(body: tuple[Stmt, ...], indent: int, out: list[str]) -> None:
+    pad = "    " * indent
+    if not body:
+        out.append(pad + "pass")
+    for s in body:
+        match s:
+            case Assign(name=n, value=v):
+                out.append(f"{pad}{n} = {format_expr(v)}")
+            case Store(array=a, index=i, value=v):
+                out.append(f"{pad}{a}[{format_expr(i)}] = {format_expr(v)}")
+            case If(cond=c, then=t, orelse=o):
+                out.append(f"{pad}if {format_expr(c)}:")
+                _format_block(t, indent + 1, out)
+                if o:
+                    out.append(f"{pad}else:")
+                    _format_block(o, indent + 1, out)
+            case For(var=v, start=a, stop=b, step=st, body=body_, unroll=u):
+                flag = "  # unroll" if u else ""
+                out.append(f"{pad}for {v} in range({format_expr(a)}, {format_expr(b)}, "
+                           f"{format_expr(st)}):{flag}")
+                _format_block(body_, indent + 1, out)
+            case While(cond=c, body=body_):
+                out.append(f"{pad}while {format_expr(c)}:")
+                _format_block(body_, indent + 1, out)
+            case Break():
+                out.append(pad + "break")
+            case Continue():
+                out.append(pad + "continue")
+            case Return():
+                out.append(pad + "return")
+            case Barrier():
+                out.append(pad + "sync_cube()")
+            case AtomicStmt(op=op, array=a, index=i, value=v, compare=c, result=r):
+                args = [a, format_expr(i)] + ([format_expr(c)] if c is not None else [])
+                args.append(format_expr(v))
+                lhs = f"{r} = " if r else ""
+                out.append(f"{pad}{lhs}atomic_{op.value}({', '.join(args)})")
+            case _:
+                raise TypeError(f"not an IR statement: {s!r}")
+
+
+def format_kernel(k: Kernel) -> str:
+    """The whole kernel as readable, Python-like text."""
+    params = ", ".join(
+        f"{p.name}: {'Array[' + p.elem.value + ']' if p.array else p.elem.value}"
+        for p in k.params)
+    out = [f"kernel {k.name}({params}):"]
+    for name, value in k.comptime:
+        out.append(f"    # comptime {name} = {value!r}")
+    for loc in k.locals:
+        out.append(f"    var {loc.name}: {loc.elem.value}")
+    for sh in k.shared:
+        out.append(f"    shared {sh.name}: {sh.elem.value}[{sh.size}]")
+    _format_block(k.body, 1, out)
+    return "\n".join(out)

@@ -1,0 +1,177 @@
+"""A kernel's signature: its runtime parameters and its compile-time parameters."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ir
+from ..errors import KernelSyntaxError
+from .source import KernelSource, code_location, load_source
+from .types import ArrayType, ComptimeType, ScalarType
+
+__all__ = ["KernelSignature", "kernel_signature", "ComptimeValue"]
+
+ComptimeValue = int | float | bool
+"""The Python types a comptime parameter's value may have."""
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """What a kernel takes: its runtime params in order, and its comptime params.
+
+    ``comptime`` maps each keyword-only compile-time parameter to its kind (``int``,
+    ``bool`` or ``float``), in declaration order; ``comptime_defaults`` holds the
+    defaults some of them declare.
+    """
+
+    name: str
+    params: tuple[ir.Param, ...]
+    comptime: dict[str, type] = field(default_factory=dict)
+    comptime_defaults: dict[str, ComptimeValue] = field(default_factory=dict)
+
+    def bind_comptime(self, values: Mapping[str, object]) -> tuple[tuple[str, ComptimeValue], ...]:
+        """Check ``values`` against the comptime params; return them in declaration order.
+
+        Defaults fill what is missing; ``Comptime[float]`` accepts an int and stores a
+        float. Raises TypeError naming the parameter on an unknown, missing or
+        ill-typed value.
+        """
+        unknown = sorted(set(values) - set(self.comptime))
+        if unknown:
+            raise TypeError(f"kernel `{self.name}` has no comptime parameter "
+                            + ", ".join(f"`{n}`" for n in unknown))
+        bound: list[tuple[str, ComptimeValue]] = []
+        for name, kind in self.comptime.items():
+            if name in values:
+                raw = values[name]
+            elif name in self.comptime_defaults:
+                raw = self.comptime_defaults[name]
+            else:
+                raise TypeError(f"kernel `{self.name}` needs a value for its comptime "
+                                f"parameter `{name}` (Comptime[{kind.__name__}])")
+            bound.append((name, _coerce_comptime(self.name, name, kind, raw)))
+        return tuple(bound)
+
+
+def _coerce_comptime(kernel: str, name: str, kind: type, raw: object) -> ComptimeValue:
+    # bool is an int in Python, so it is checked first everywhere: True is not 1 here.
+    is_bool = isinstance(raw, bool) or type(raw).__name__ == "bool_"
+    if kind is bool and is_bool:
+        return bool(raw)  # type: ignore[arg-type]
+    if kind is int and not is_bool and isinstance(raw, numbers.Integral):
+        return int(raw)
+    if kind is float and not is_bool and isinstance(raw, (numbers.Integral, numbers.Real)):
+        return float(raw)  # type: ignore[arg-type]
+    raise TypeError(f"comptime parameter `{name}` of kernel `{kernel}` is "
+                    f"Comptime[{kind.__name__}], got {raw!r} ({type(raw).__name__})")
+
+
+def _resolve_annotation(fn: Callable[..., Any], ann: object) -> object:
+    # Under `from __future__ import annotations` every annotation is a string.
+    if not isinstance(ann, str):
+        return ann
+    scope: dict[str, Any] = dict(fn.__globals__)
+    code = fn.__code__
+    for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:
+            pass
+    value: object = ann
+    # A quoted annotation under the future import is a string of a string.
+    for _ in range(3):
+        if not isinstance(value, str):
+            break
+        value = eval(value, scope)
+    return value
+
+
+def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None) -> KernelSignature:
+    """Read ``fn``'s parameters as a kernel signature; raise KernelSyntaxError if invalid.
+
+    Positional parameters are runtime ones (``Array[T]`` or a scalar type, no
+    default); keyword-only ones are ``Comptime[...]`` (a default is allowed).
+    """
+    file, first = code_location(fn)
+    if source is None:
+        try:
+            source = load_source(fn)
+        except KernelSyntaxError:
+            source = None
+    arg_nodes: dict[str, ast.arg] = {}
+    if source is not None:
+        a = source.tree.args
+        for node in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+            arg_nodes[node.arg] = node
+        if a.vararg is not None:
+            arg_nodes["*" + a.vararg.arg] = a.vararg
+        if a.kwarg is not None:
+            arg_nodes["**" + a.kwarg.arg] = a.kwarg
+
+    def fail(message: str, pname: str | None = None) -> KernelSyntaxError:
+        node = arg_nodes.get(pname) if pname else None
+        line = source.line(node) if (node is not None and source is not None) else (
+            source.line(source.tree) if source is not None else first)
+        return KernelSyntaxError(message, file, line)
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise fail(f"cannot read the signature of {fn!r}: {exc}") from None
+    name = fn.__name__
+    params: list[ir.Param] = []
+    comptime: dict[str, type] = {}
+    defaults: dict[str, ComptimeValue] = {}
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            raise fail(f"`*{p.name}` is not supported: a kernel takes a fixed list of "
+                       "parameters", "*" + p.name)
+        if p.kind is p.VAR_KEYWORD:
+            raise fail(f"`**{p.name}` is not supported: a kernel takes a fixed list of "
+                       "parameters", "**" + p.name)
+        if p.annotation is p.empty:
+            raise fail(f"parameter `{p.name}` needs an annotation: Array[T] for a buffer, a "
+                       "scalar type such as f32, or Comptime[int] for a keyword-only "
+                       "compile-time value", p.name)
+        try:
+            ann = _resolve_annotation(fn, p.annotation)
+        except Exception as exc:
+            raise fail(f"cannot evaluate the annotation of `{p.name}`: {exc}", p.name) from None
+        if p.kind is p.KEYWORD_ONLY:
+            if not isinstance(ann, ComptimeType):
+                raise fail(f"keyword-only parameter `{p.name}` must be Comptime[int], "
+                           f"Comptime[bool] or Comptime[float], not {ann!r}", p.name)
+            comptime[p.name] = ann.kind
+            if p.default is not p.empty:
+                try:
+                    defaults[p.name] = _coerce_comptime(name, p.name, ann.kind, p.default)
+                except TypeError as exc:
+                    raise fail(f"bad default: {exc}", p.name) from None
+            continue
+        if isinstance(ann, ComptimeType):
+            raise fail(f"comptime parameter `{p.name}` must be keyword-only: put it after "
+                       "`*` in the parameter list", p.name)
+        if p.default is not p.empty:
+            raise fail(f"runtime parameter `{p.name}` cannot have a default value", p.name)
+        if isinstance(ann, ArrayType):
+            params.append(ir.Param(p.name, ann.elem, True))
+        elif isinstance(ann, ScalarType):
+            params.append(ir.Param(p.name, ann.elem, False))
+        else:
+            hints: dict[object, str] = {int: "i32", float: "f32", bool: "bool_"}
+            hint = hints.get(ann) if isinstance(ann, type) else None
+            extra = f"; write `{p.name}: {hint}`" if hint else ""
+            raise fail(f"parameter `{p.name}` has annotation {ann!r}, which is not a kernel "
+                       f"type (use Array[T] or a scalar type such as f32){extra}", p.name)
+    if sig.return_annotation is not sig.empty:
+        ret = _resolve_annotation(fn, sig.return_annotation) if isinstance(
+            sig.return_annotation, str) else sig.return_annotation
+        if ret is not None and ret is not type(None) and ret != "None":
+            raise fail(f"a kernel returns nothing (write results to an array); its return "
+                       f"annotation must be None, not {ret!r}")
+    return KernelSignature(name, tuple(params), comptime, defaults)

@@ -1,0 +1,233 @@
+"""The public names of the kernel language: types, builtins and functions.
+
+Every object here is a marker the frontend (:mod:`cubecl_server.lang.frontend`)
+recognises when it resolves a name in a kernel's body or annotations. None of them
+computes anything in plain Python: calling one outside a kernel raises a
+:class:`KernelOnlyError` that says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+from .. import ir
+
+__all__ = [
+    "KernelOnlyError", "ScalarType", "ArrayType", "ComptimeType", "Array", "Comptime",
+    "BuiltinVar", "Intrinsic", "MathIntrinsic", "SCALAR_TYPES",
+    "f16", "f32", "f64", "i32", "i64", "u32", "u64", "bool_",
+    "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z",
+    "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z",
+    "CUBE_POS", "CUBE_POS_X", "CUBE_POS_Y", "CUBE_POS_Z",
+    "CUBE_DIM", "CUBE_DIM_X", "CUBE_DIM_Y", "CUBE_DIM_Z",
+    "CUBE_COUNT", "CUBE_COUNT_X", "CUBE_COUNT_Y", "CUBE_COUNT_Z",
+    "PLANE_DIM", "UNIT_POS_PLANE",
+    "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil",
+    "pow", "fma", "min", "max", "clamp", "isnan", "isinf", "select",
+]
+
+
+class KernelOnlyError(RuntimeError):
+    """Raised when a kernel-language object is used in ordinary Python code."""
+
+
+def _kernel_only(name: str) -> NoReturn:
+    raise KernelOnlyError(
+        f"`{name}` is part of the kernel language: it only works inside a @kernel "
+        "function, not in ordinary Python code")
+
+
+# ---------------------------------------------------------------- types
+
+
+class ScalarType:
+    """A scalar element type of the kernel language (``f32``, ``i32``, ...).
+
+    Used as a parameter annotation (``x: f32``) and, inside a kernel, as a cast
+    (``f32(i)``).
+    """
+
+    def __init__(self, name: str, elem: ir.Elem, doc: str) -> None:
+        self.name = name
+        self.elem = elem
+        self.__doc__ = doc
+
+    def __call__(self, x: object) -> NoReturn:
+        _kernel_only(self.name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+f16 = ScalarType("f16", ir.Elem.F16, "Scalar type: 16-bit IEEE float (half).")
+f32 = ScalarType("f32", ir.Elem.F32, "Scalar type: 32-bit IEEE float.")
+f64 = ScalarType("f64", ir.Elem.F64, "Scalar type: 64-bit IEEE float.")
+i32 = ScalarType("i32", ir.Elem.I32, "Scalar type: 32-bit signed integer.")
+i64 = ScalarType("i64", ir.Elem.I64, "Scalar type: 64-bit signed integer.")
+u32 = ScalarType("u32", ir.Elem.U32, "Scalar type: 32-bit unsigned integer.")
+u64 = ScalarType("u64", ir.Elem.U64, "Scalar type: 64-bit unsigned integer.")
+bool_ = ScalarType("bool_", ir.Elem.BOOL, "Scalar type: boolean (one byte in a buffer).")
+
+SCALAR_TYPES: dict[ir.Elem, ScalarType] = {
+    t.elem: t for t in (f16, f32, f64, i32, i64, u32, u64, bool_)
+}
+"""The scalar type object of each element type (for hints in error messages)."""
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """The annotation ``Array[T]``: a global buffer parameter holding ``T`` elements."""
+
+    elem: ir.Elem
+
+    def __repr__(self) -> str:
+        return f"Array[{SCALAR_TYPES[self.elem].name}]"
+
+
+class Array:
+    """Annotation for a global array parameter: ``a: Array[f32]``."""
+
+    def __class_getitem__(cls, item: object) -> ArrayType:
+        if not isinstance(item, ScalarType):
+            raise TypeError(f"Array[...] takes a scalar type such as f32, not {item!r}")
+        return ArrayType(item.elem)
+
+
+_COMPTIME_KINDS: tuple[type, ...] = (int, bool, float)
+
+
+@dataclass(frozen=True)
+class ComptimeType:
+    """The annotation ``Comptime[int|bool|float]``: a compile-time parameter."""
+
+    kind: type
+
+    def __repr__(self) -> str:
+        return f"Comptime[{self.kind.__name__}]"
+
+
+class Comptime:
+    """Annotation for a keyword-only compile-time parameter: ``*, N: Comptime[int]``.
+
+    Its value is baked into the kernel as a constant, so each distinct value gives a
+    distinct kernel (and digest).
+    """
+
+    def __class_getitem__(cls, item: object) -> ComptimeType:
+        if item not in _COMPTIME_KINDS:
+            raise TypeError(f"Comptime[...] takes int, bool or float, not {item!r}")
+        assert isinstance(item, type)
+        return ComptimeType(item)
+
+
+# ---------------------------------------------------------------- builtins
+
+
+class BuiltinVar:
+    """A launch-grid builtin (``ABSOLUTE_POS``, ``CUBE_DIM_X``, ...): a ``u32`` value
+    each unit reads inside a kernel."""
+
+    def __init__(self, name: ir.BuiltinName, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __repr__(self) -> str:
+        return self.name.value
+
+    # Arithmetic or truth tests on a builtin outside a kernel are always a mistake.
+    def __bool__(self) -> NoReturn:
+        _kernel_only(self.name.value)
+
+    def __index__(self) -> NoReturn:
+        _kernel_only(self.name.value)
+
+    def __int__(self) -> NoReturn:
+        _kernel_only(self.name.value)
+
+
+def _builtin(name: ir.BuiltinName, what: str) -> BuiltinVar:
+    return BuiltinVar(name, f"Builtin (u32): {what}.")
+
+
+ABSOLUTE_POS = _builtin(ir.BuiltinName.ABSOLUTE_POS,
+                        "this unit's position in the whole grid, CUBE_POS*CUBE_DIM+UNIT_POS")
+ABSOLUTE_POS_X = _builtin(ir.BuiltinName.ABSOLUTE_POS_X, "this unit's grid position along x")
+ABSOLUTE_POS_Y = _builtin(ir.BuiltinName.ABSOLUTE_POS_Y, "this unit's grid position along y")
+ABSOLUTE_POS_Z = _builtin(ir.BuiltinName.ABSOLUTE_POS_Z, "this unit's grid position along z")
+UNIT_POS = _builtin(ir.BuiltinName.UNIT_POS, "this unit's linear position inside its cube")
+UNIT_POS_X = _builtin(ir.BuiltinName.UNIT_POS_X, "this unit's position in its cube along x")
+UNIT_POS_Y = _builtin(ir.BuiltinName.UNIT_POS_Y, "this unit's position in its cube along y")
+UNIT_POS_Z = _builtin(ir.BuiltinName.UNIT_POS_Z, "this unit's position in its cube along z")
+CUBE_POS = _builtin(ir.BuiltinName.CUBE_POS, "the linear position of this unit's cube")
+CUBE_POS_X = _builtin(ir.BuiltinName.CUBE_POS_X, "this unit's cube position along x")
+CUBE_POS_Y = _builtin(ir.BuiltinName.CUBE_POS_Y, "this unit's cube position along y")
+CUBE_POS_Z = _builtin(ir.BuiltinName.CUBE_POS_Z, "this unit's cube position along z")
+CUBE_DIM = _builtin(ir.BuiltinName.CUBE_DIM, "the number of units in a cube")
+CUBE_DIM_X = _builtin(ir.BuiltinName.CUBE_DIM_X, "the cube's size along x")
+CUBE_DIM_Y = _builtin(ir.BuiltinName.CUBE_DIM_Y, "the cube's size along y")
+CUBE_DIM_Z = _builtin(ir.BuiltinName.CUBE_DIM_Z, "the cube's size along z")
+CUBE_COUNT = _builtin(ir.BuiltinName.CUBE_COUNT, "the number of cubes in the grid")
+CUBE_COUNT_X = _builtin(ir.BuiltinName.CUBE_COUNT_X, "the number of cubes along x")
+CUBE_COUNT_Y = _builtin(ir.BuiltinName.CUBE_COUNT_Y, "the number of cubes along y")
+CUBE_COUNT_Z = _builtin(ir.BuiltinName.CUBE_COUNT_Z, "the number of cubes along z")
+PLANE_DIM = _builtin(ir.BuiltinName.PLANE_DIM, "the number of units in a plane (subgroup)")
+UNIT_POS_PLANE = _builtin(ir.BuiltinName.UNIT_POS_PLANE,
+                          "this unit's position inside its plane (subgroup)")
+
+
+# ---------------------------------------------------------------- functions
+
+
+class Intrinsic:
+    """A kernel-language function: the frontend turns a call to it into IR."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        _kernel_only(self.name)
+
+    def __repr__(self) -> str:
+        return f"<kernel function {self.name}>"
+
+
+class MathIntrinsic(Intrinsic):
+    """A math function of the kernel language, lowered to :class:`ir.Math`.
+
+    ``arity`` is the number of arguments it takes; ``variadic`` (``min``/``max``)
+    accepts two or more and nests them.
+    """
+
+    def __init__(self, fn: ir.MathFn, arity: int, doc: str, variadic: bool = False) -> None:
+        super().__init__(fn.value, doc)
+        self.fn = fn
+        self.arity = arity
+        self.variadic = variadic
+
+
+exp = MathIntrinsic(ir.MathFn.EXP, 1, "Math function: e**x (floats).")
+log = MathIntrinsic(ir.MathFn.LOG, 1, "Math function: natural logarithm (floats).")
+sqrt = MathIntrinsic(ir.MathFn.SQRT, 1, "Math function: square root (floats).")
+rsqrt = MathIntrinsic(ir.MathFn.RSQRT, 1, "Math function: 1/sqrt(x) (floats).")
+sin = MathIntrinsic(ir.MathFn.SIN, 1, "Math function: sine (floats).")
+cos = MathIntrinsic(ir.MathFn.COS, 1, "Math function: cosine (floats).")
+tanh = MathIntrinsic(ir.MathFn.TANH, 1, "Math function: hyperbolic tangent (floats).")
+erf = MathIntrinsic(ir.MathFn.ERF, 1, "Math function: the error function (floats).")
+abs = MathIntrinsic(ir.MathFn.ABS, 1, "Math function: absolute value (any numeric type).")
+floor = MathIntrinsic(ir.MathFn.FLOOR, 1, "Math function: round down (floats).")
+ceil = MathIntrinsic(ir.MathFn.CEIL, 1, "Math function: round up (floats).")
+pow = MathIntrinsic(ir.MathFn.POW, 2, "Math function: x**y (floats).")
+fma = MathIntrinsic(ir.MathFn.FMA, 3, "Math function: fused a*b+c (floats).")
+min = MathIntrinsic(ir.MathFn.MIN, 2, "Math function: the smaller operand (any numeric "
+                    "type; a NaN operand yields the other).", variadic=True)
+max = MathIntrinsic(ir.MathFn.MAX, 2, "Math function: the larger operand (any numeric "
+                    "type; a NaN operand yields the other).", variadic=True)
+clamp = MathIntrinsic(ir.MathFn.CLAMP, 3,
+                      "Math function: clamp(x, lo, hi) = min(max(x, lo), hi) (any numeric).")
+isnan = MathIntrinsic(ir.MathFn.ISNAN, 1, "Math function: whether x is NaN (floats -> bool).")
+isinf = MathIntrinsic(ir.MathFn.ISINF, 1,
+                      "Math function: whether x is infinite (floats -> bool).")
+select = Intrinsic("select", "Kernel function: select(cond, a, b) is a where cond holds, "
+                   "else b; both sides are evaluated.")

@@ -1,0 +1,88 @@
+"""Handle: what a user holds for a buffer.
+
+A Handle owns one :class:`~cubecl_server.memory_management.pool.Slice` of a pool and
+says how its bytes are seen (shape and element type). The slice goes back to the pool
+when the Handle is garbage collected (``weakref.finalize``: no ``__del__``, so no
+trouble with reference cycles or interpreter shutdown order) or when :meth:`free` is
+called, whichever comes first.
+
+Handles compare and hash by identity: two handles are the same buffer only if they
+are the same object. (Error state carried by buffers, ``Taint``, will attach here;
+see ``memory_management/taint.py`` once it exists.)
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cubecl_server.ir import Elem
+from cubecl_server.memory_management.pool import MemoryManagement, Slice
+
+if TYPE_CHECKING:
+    from cubecl_server.server import Binding
+
+__all__ = ["Handle"]
+
+
+class Handle:
+    """A buffer: ``shape`` elements of ``elem``, C-contiguous, in ``slice`` of ``memory``.
+
+    ``slice.size`` must hold the elements (``nbytes``); it may be larger.
+    """
+
+    __slots__ = ("__weakref__", "_finalizer", "dtype", "elem", "memory", "shape", "slice")
+
+    def __init__(self, memory: MemoryManagement, slice: Slice, shape: tuple[int, ...],
+                 elem: Elem) -> None:
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise ValueError(f"negative dimension in shape {shape}")
+        self.memory = memory
+        self.slice = slice
+        self.shape = shape
+        self.elem = elem
+        self.dtype: np.dtype = np.dtype(elem.numpy_name)
+        if self.nbytes > slice.size:
+            raise ValueError(f"{slice} is too small for {shape} {elem.value} "
+                             f"({self.nbytes} bytes)")
+        self._finalizer = weakref.finalize(self, memory.release_deferred, slice)
+        self._finalizer.atexit = False   # at shutdown the device may already be gone
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the elements take (``size * dtype.itemsize``)."""
+        return self.size * self.dtype.itemsize
+
+    @property
+    def freed(self) -> bool:
+        """Whether the slice was given back (by :meth:`free`)."""
+        return not self._finalizer.alive
+
+    def free(self) -> None:
+        """Give the slice back to the pool now. Calling it again does nothing."""
+        if self._finalizer.detach() is not None:
+            self.memory.release(self.slice)
+
+    def binding(self) -> Binding:
+        """The kernel argument for this buffer. Raises ValueError once freed."""
+        if self.freed:
+            raise ValueError(f"{self!r} was freed")
+        # imported here: server pulls in the kernel language, which memory
+        # management does not need and must not depend on at import time
+        from cubecl_server.server import Binding
+
+        return Binding(self.memory.resource(self.slice), self.slice.offset, self.nbytes,
+                       self.elem, self.shape)
+
+    def __repr__(self) -> str:
+        state = ", freed" if self.freed else ""
+        return f"Handle(shape={self.shape}, dtype={self.dtype.name}{state})"

@@ -1,0 +1,41 @@
+"""The storage layer under the compilation cache: namespaces, keys and bytes.
+
+It knows nothing of kernels or backends. :mod:`.codec` is the typed envelope values
+travel in, :mod:`.sqlite` the embedded store, :mod:`.environment` where it lives.
+"""
+
+from cubecl_server.persistence.codec import (
+    CorruptEntry,
+    DecodedArtifact,
+    HeaderValue,
+    checksum,
+    decode_artifact,
+    encode_artifact,
+)
+from cubecl_server.persistence.environment import (
+    cache_root,
+    database_path,
+    environment_name,
+    environment_path,
+    generation,
+    open_store,
+    switch_environment,
+    validate_environment_name,
+)
+from cubecl_server.persistence.sqlite import (
+    CompilationRecordRow,
+    Entry,
+    EntryInfo,
+    NamespaceInfo,
+    Origin,
+    PutResult,
+    SqliteStore,
+)
+
+__all__ = [
+    "CompilationRecordRow", "CorruptEntry", "DecodedArtifact", "Entry", "EntryInfo",
+    "HeaderValue", "NamespaceInfo", "Origin", "PutResult", "SqliteStore", "cache_root",
+    "checksum", "database_path", "decode_artifact", "encode_artifact", "environment_name",
+    "environment_path", "generation", "open_store", "switch_environment",
+    "validate_environment_name",
+]

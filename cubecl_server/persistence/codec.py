@@ -1,0 +1,129 @@
+"""The typed envelope stored values travel in: bytes plus a small JSON header, never pickle.
+
+Layout of an encoded artifact (all integers big-endian)::
+
+    b"CCLA"                 magic
+    u8                      format version (FORMAT_VERSION)
+    u32                     length of the header JSON
+    header JSON             UTF-8, sorted keys: {"header": {...}, "kind": "..."}
+    u64                     length of the payload
+    payload                 the artifact's bytes, untouched
+
+Both lengths are checked against the data, so a truncated or padded value is
+rejected instead of being handed to a driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from cubecl_server.errors import StoreError
+
+__all__ = [
+    "FORMAT_VERSION", "MAGIC", "CorruptEntry", "DecodedArtifact", "HeaderValue",
+    "checksum", "decode_artifact", "encode_artifact",
+]
+
+MAGIC = b"CCLA"
+FORMAT_VERSION = 1
+
+HeaderValue: TypeAlias = str | int | float | bool | list[Any] | dict[str, Any] | None
+
+_PREFIX = struct.Struct(">4sBI")
+_PAYLOAD_LEN = struct.Struct(">Q")
+
+
+class CorruptEntry(StoreError):
+    """A stored value that does not decode: bad magic, unknown version, wrong lengths,
+    or a header that is not the JSON object this module writes."""
+
+
+@dataclass(frozen=True)
+class DecodedArtifact:
+    """One decoded artifact: what it is (``kind``), its typed header and its payload."""
+
+    kind: str
+    header: dict[str, HeaderValue]
+    payload: bytes
+
+
+def checksum(data: bytes) -> str:
+    """The hex SHA-256 of ``data``, as stored beside every entry.
+
+    SHA-256 rather than BLAKE2b: hashlib's SHA-256 goes through OpenSSL, which uses
+    the CPU's SHA extensions where present (as fast as BLAKE2b or faster), and a
+    SHA-256 digest can be checked with standard tools (``sha256sum``) when a bundle
+    travels between machines.
+    """
+    return hashlib.sha256(data).hexdigest()
+
+
+def _reject_constant(name: str) -> None:
+    # NaN and Infinity are not JSON; encode refuses them, so decode must too.
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def encode_artifact(kind: str, header: dict[str, HeaderValue], payload: bytes) -> bytes:
+    """Encode ``payload`` with its ``kind`` and ``header`` into one envelope.
+
+    The header must be JSON-serialisable (tuples come back as lists); NaN and
+    infinities are refused. Raises ValueError on an empty kind or a bad header.
+    """
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"artifact kind must be a non-empty string, not {kind!r}")
+    if not isinstance(header, dict) or not all(isinstance(k, str) for k in header):
+        raise ValueError("artifact header must be a dict with string keys")
+    try:
+        text = json.dumps(
+            {"header": header, "kind": kind},
+            sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False,
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"artifact header is not JSON-serialisable: {exc}") from exc
+    head = text.encode("utf-8")
+    body = bytes(payload)
+    return b"".join((
+        _PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head,
+        _PAYLOAD_LEN.pack(len(body)), body,
+    ))
+
+
+def decode_artifact(data: bytes) -> DecodedArtifact:
+    """Decode an envelope written by :func:`encode_artifact`.
+
+    Raises CorruptEntry on anything malformed; never returns a partial artifact.
+    """
+    view = memoryview(data)
+    if len(view) < _PREFIX.size:
+        raise CorruptEntry(f"artifact truncated: {len(view)} bytes, shorter than its prefix")
+    magic, version, head_len = _PREFIX.unpack_from(view, 0)
+    if magic != MAGIC:
+        raise CorruptEntry(f"not an artifact: bad magic {bytes(magic)!r}")
+    if version != FORMAT_VERSION:
+        raise CorruptEntry(f"artifact format version {version}, expected {FORMAT_VERSION}")
+    head_end = _PREFIX.size + head_len
+    if len(view) < head_end + _PAYLOAD_LEN.size:
+        raise CorruptEntry("artifact truncated inside its header")
+    try:
+        obj = json.loads(
+            bytes(view[_PREFIX.size:head_end]).decode("utf-8"),
+            parse_constant=_reject_constant,
+        )
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise CorruptEntry(f"artifact header is not valid JSON: {exc}") from exc
+    if not isinstance(obj, dict) or set(obj) != {"header", "kind"}:
+        raise CorruptEntry("artifact header has the wrong shape")
+    kind, header = obj["kind"], obj["header"]
+    if not isinstance(kind, str) or not kind or not isinstance(header, dict):
+        raise CorruptEntry("artifact header has the wrong shape")
+    (payload_len,) = _PAYLOAD_LEN.unpack_from(view, head_end)
+    start = head_end + _PAYLOAD_LEN.size
+    if len(view) - start != payload_len:
+        raise CorruptEntry(
+            f"artifact payload is {len(view) - start} bytes, its header says {payload_len}"
+        )
+    return DecodedArtifact(kind=kind, header=header, payload=bytes(view[start:]))

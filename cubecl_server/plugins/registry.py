@@ -1,0 +1,377 @@
+"""The process-wide plugin registry: lazy discovery, broken plugins kept apart, precedence.
+
+Nothing is imported or discovered when ``cubecl_server`` is imported; the first
+lookup (``backends()``, ``descriptor()``, ``hook``, ``broken()``,
+``call_firstresult()``) loads the built-in backends and every allowed entry point
+of the group ``cubecl_server``, each in isolation: one that fails to import, to
+register with pluggy or to hand over its backends is listed as broken and the
+others work as if it were not installed.
+
+Precedence (for ``firstresult`` hooks and for a backend name two plugins provide):
+external plugins before built-in ones, and among external plugins in order of
+entry-point name. It is realised as pluggy's own call order (built-ins are
+registered first, external plugins in reverse name order, and pluggy calls the
+last registered first), so ``registry().hook.<name>(...)`` and
+``call_firstresult`` agree. A ``tryfirst``/``trylast`` hookimpl option moves that
+implementation as pluggy documents.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Literal
+
+import pluggy
+
+import cubecl_server
+from cubecl_server.errors import BackendNotFound, BackendUnavailable, PluginError
+from cubecl_server.plugins import hookspecs
+
+if TYPE_CHECKING:
+    from cubecl_server.runtime import BackendDescriptor
+
+__all__ = [
+    "BUILTIN_PLUGINS", "ENV_ALLOW", "ENV_BLOCK", "ENV_STRICT",
+    "BackendStatus", "BrokenPlugin", "PluginRegistry", "registry", "reset_registry",
+]
+
+logger = logging.getLogger("cubecl_server.plugins")
+
+BUILTIN_PLUGINS: tuple[str, ...] = ("cubecl_server.backends.cpu.plugin",)
+"""Import paths of the core's own plugin modules, registered whatever the env says."""
+
+ENV_ALLOW = "CUBECL_PLUGINS"
+"""Comma-separated entry-point names to load (unset: all; empty: no external plugin)."""
+
+ENV_BLOCK = "CUBECL_DISABLE_PLUGINS"
+"""Comma-separated entry-point names never to load."""
+
+ENV_STRICT = "CUBECL_STRICT_PLUGINS"
+"""When true (``1``, ``true``, ``yes``, ``on``), a broken plugin fails discovery."""
+
+_BUILTIN_DISTRIBUTION = "cubecl-server"
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """A plugin that could not be used, with why: its error and the traceback.
+
+    ``name`` is the entry-point name (the import path for a built-in one);
+    ``error`` is the exception's type and message.
+    """
+
+    name: str
+    distribution: str
+    version: str
+    error: str
+    traceback: str
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """One row of the backend listing: a backend and whether it can run here.
+
+    ``status`` is ``"ok"`` (``devices`` lists them), ``"unavailable"`` (installed,
+    but its runtime reports no device or fails; ``reason`` says why) or
+    ``"broken"`` (a broken plugin: ``name`` is the plugin's, ``reason`` its error).
+    """
+
+    name: str
+    distribution: str
+    version: str
+    status: Literal["ok", "broken", "unavailable"]
+    reason: str = ""
+    devices: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where a registered plugin comes from."""
+
+    name: str
+    distribution: str
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.name!r} ({self.distribution} {self.version})"
+
+
+@dataclass
+class _Discovery:
+    """Everything one discovery found; published whole, so a lookup never sees half."""
+
+    pm: pluggy.PluginManager
+    origins: dict[str, _Origin] = field(default_factory=dict)
+    descriptors: dict[str, tuple[BackendDescriptor, _Origin]] = field(default_factory=dict)
+    broken: list[BrokenPlugin] = field(default_factory=list)
+
+    def mark_broken(self, origin: _Origin, exc: BaseException) -> None:
+        self.broken.append(BrokenPlugin(
+            origin.name, origin.distribution, origin.version,
+            _describe(exc), "".join(traceback.format_exception(exc)),
+        ))
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _env_names(value: str) -> set[str]:
+    return {name.strip() for name in value.split(",") if name.strip()}
+
+
+def _env_true(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+class PluginRegistry:
+    """The plugins and backends of one process, discovered on first use.
+
+    Use the process-wide one, ``registry()``. ``group`` and ``builtins`` are the
+    entry-point group and the built-in plugin modules to load; their defaults are
+    the core's.
+    """
+
+    def __init__(self, *, group: str = hookspecs.PROJECT,
+                 builtins: Sequence[str] = BUILTIN_PLUGINS) -> None:
+        self._group = group
+        self._builtins = tuple(builtins)
+        # Reentrant so that a plugin looking plugins up while it is being imported
+        # gets an error (and is set apart as broken) instead of a deadlock.
+        self._lock = threading.RLock()
+        self._discovering = False
+        self._found: _Discovery | None = None
+
+    @property
+    def hook(self) -> pluggy.HookRelay:
+        """The pluggy hook relay, for calling the broadcast (observer) hooks."""
+        return self._discovered().pm.hook
+
+    def backends(self) -> list[BackendStatus]:
+        """Every known backend with its status, by name, then one row per ``broken()`` entry.
+
+        This calls each backend's runtime factory and its ``devices()``; it is the
+        only lookup that touches device drivers.
+        """
+        found = self._discovered()
+        rows = [_status(descriptor, origin)
+                for _, (descriptor, origin) in sorted(found.descriptors.items())]
+        rows.extend(BackendStatus(b.name, b.distribution, b.version, "broken", b.error)
+                    for b in found.broken)
+        return rows
+
+    def descriptor(self, name: str) -> BackendDescriptor:
+        """The descriptor of the backend ``name``; ``BackendNotFound`` says what exists."""
+        found = self._discovered()
+        entry = found.descriptors.get(name)
+        if entry is not None:
+            return entry[0]
+        available = ", ".join(sorted(found.descriptors)) or "none"
+        message = f"no backend {name!r}; available: {available}"
+        if found.broken:
+            message += "; broken plugins: " + "; ".join(
+                f"{b.name} ({b.error})" for b in found.broken)
+        raise BackendNotFound(message)
+
+    def broken(self) -> list[BrokenPlugin]:
+        """The plugins discovery could not use, in the order it met them."""
+        return list(self._discovered().broken)
+
+    def call_firstresult(self, hook_name: str, **kwargs: Any) -> Any:
+        """Call a ``firstresult`` hook one implementation at a time, in precedence order.
+
+        Returns the first result that is not None, or None. An implementation that
+        raises stops the call with a ``PluginError`` naming its plugin (the original
+        exception is its ``__cause__``); ``BackendUnavailable`` passes through as
+        it is, being the contract's way to say "cannot run here". Hook wrappers are
+        not run: every cubecl-server hook is answered by plain implementations.
+        """
+        found = self._discovered()
+        caller: pluggy.HookCaller | None = getattr(found.pm.hook, hook_name, None)
+        if caller is None or caller.spec is None or not caller.spec.opts.get("firstresult"):
+            raise ValueError(f"{hook_name!r} is not a firstresult hook of {hookspecs.PROJECT}")
+        missing = [name for name in caller.spec.argnames if name not in kwargs]
+        if missing:
+            raise TypeError(f"{hook_name}() missing arguments: {', '.join(missing)}")
+        for impl in reversed(caller.get_hookimpls()):
+            if impl.wrapper or impl.hookwrapper:
+                continue
+            try:
+                result = impl.function(*(kwargs[name] for name in impl.argnames))
+            except BackendUnavailable:
+                raise
+            except Exception as exc:
+                origin = found.origins[impl.plugin_name]
+                raise PluginError(
+                    f"plugin {origin} failed in {hook_name}: {_describe(exc)}") from exc
+            if result is not None:
+                return result
+        return None
+
+    def _discovered(self) -> _Discovery:
+        found = self._found
+        if found is not None:
+            return found
+        with self._lock:
+            if self._found is None:
+                if self._discovering:
+                    raise PluginError("a plugin looked up plugins while they were being discovered")
+                self._discovering = True
+                try:
+                    self._found = self._discover()
+                finally:
+                    self._discovering = False
+            return self._found
+
+    def _discover(self) -> _Discovery:
+        # Imported here, not at module level, so `import cubecl_server` stays cheap
+        # and touches no installed distribution.
+        import importlib_metadata
+
+        found = _Discovery(pluggy.PluginManager(hookspecs.PROJECT))
+        found.pm.add_hookspecs(hookspecs)
+
+        for path in self._builtins:
+            origin = _Origin(path, _BUILTIN_DISTRIBUTION, cubecl_server.__version__)
+            try:
+                module = import_module(path)
+            except Exception as exc:
+                found.mark_broken(origin, exc)
+                continue
+            _register(found, module, origin)
+
+        allow_env = os.environ.get(ENV_ALLOW)
+        allow = None if allow_env is None else _env_names(allow_env)
+        block = _env_names(os.environ.get(ENV_BLOCK, ""))
+        points = sorted(importlib_metadata.entry_points(group=self._group), key=lambda ep: ep.name)
+        if allow:
+            unknown = allow - {ep.name for ep in points}
+            if unknown:
+                logger.warning("%s names plugins that are not installed: %s",
+                               ENV_ALLOW, ", ".join(sorted(unknown)))
+        loaded: list[tuple[object, _Origin]] = []
+        for ep in points:
+            if (allow is not None and ep.name not in allow) or ep.name in block:
+                continue
+            dist = ep.dist
+            origin = _Origin(ep.name, dist.name if dist else "?", dist.version if dist else "?")
+            try:
+                loaded.append((ep.load(), origin))
+            except Exception as exc:
+                found.mark_broken(origin, exc)
+        # pluggy calls the last registered first: registering in reverse name order
+        # makes the first entry-point name the first called.
+        for plugin, origin in reversed(loaded):
+            _register(found, plugin, origin)
+
+        _collect_backends(found)
+
+        if found.broken and _env_true(os.environ.get(ENV_STRICT, "")):
+            raise PluginError(f"broken plugins ({ENV_STRICT} is set):\n" + "\n".join(
+                f"{b.name} ({b.distribution} {b.version}): {b.error}\n{b.traceback}"
+                for b in found.broken))
+        for b in found.broken:
+            logger.warning("cubecl-server plugin %r (%s %s) is broken: %s",
+                           b.name, b.distribution, b.version, b.error)
+        return found
+
+
+def _register(found: _Discovery, plugin: object, origin: _Origin) -> None:
+    """Register one plugin with pluggy, or mark it broken if pluggy refuses it or it
+    implements a hook that does not exist (a misspelt name would otherwise be
+    silently never called)."""
+    try:
+        found.pm.register(plugin, name=origin.name)
+    except Exception as exc:
+        found.mark_broken(origin, exc)
+        return
+    unknown = [caller.name for caller in found.pm.get_hookcallers(plugin) or []
+               if not caller.has_spec()
+               and not any(impl.optionalhook for impl in caller.get_hookimpls()
+                           if impl.plugin is plugin)]
+    if unknown:
+        found.pm.unregister(plugin)
+        found.mark_broken(origin, PluginError(
+            f"implements hooks that do not exist: {', '.join(sorted(unknown))}"))
+        return
+    found.origins[origin.name] = origin
+
+
+def _collect_backends(found: _Discovery) -> None:
+    """Ask each plugin on its own for its backends, in precedence order, so one that
+    raises is set apart without costing the others theirs."""
+    from cubecl_server.runtime import BackendDescriptor
+
+    caller = found.pm.hook.cubecl_server_register_backends
+    for impl in reversed(caller.get_hookimpls()):
+        origin = found.origins[impl.plugin_name]
+        try:
+            descriptors = impl.function()
+            if not isinstance(descriptors, (list, tuple)) or not all(
+                    isinstance(d, BackendDescriptor) for d in descriptors):
+                raise PluginError(
+                    f"cubecl_server_register_backends returned {descriptors!r}, "
+                    "not a list of BackendDescriptor")
+        except Exception as exc:
+            found.pm.unregister(name=impl.plugin_name)
+            del found.origins[impl.plugin_name]
+            found.mark_broken(origin, exc)
+            continue
+        for descriptor in descriptors:
+            taken = found.descriptors.get(descriptor.name)
+            if taken is not None:
+                found.mark_broken(origin, PluginError(
+                    f"backend {descriptor.name!r} already provided by plugin {taken[1]}"))
+                continue
+            found.descriptors[descriptor.name] = (descriptor, origin)
+
+
+def _status(descriptor: BackendDescriptor, origin: _Origin) -> BackendStatus:
+    """Whether a backend can run here, from its runtime's own account of its devices."""
+    def row(status: Literal["ok", "unavailable"], reason: str = "",
+            devices: list[str] | None = None) -> BackendStatus:
+        return BackendStatus(descriptor.name, origin.distribution, origin.version,
+                             status, reason, devices or [])
+
+    try:
+        devices = descriptor.runtime().devices()
+    except BackendUnavailable as exc:
+        return row("unavailable", str(exc) or type(exc).__name__)
+    except Exception as exc:
+        return row("unavailable", _describe(exc))
+    if not devices:
+        return row("unavailable", "no device found")
+    return row("ok", devices=[str(device) for device in devices])
+
+
+_registry: PluginRegistry | None = None
+_registry_lock = threading.Lock()
+
+
+def registry() -> PluginRegistry:
+    """The process-wide plugin registry (created on first call; it discovers on first lookup)."""
+    global _registry
+    if _registry is not None:
+        return _registry
+    with _registry_lock:
+        if _registry is None:
+            _registry = PluginRegistry()
+        return _registry
+
+
+def reset_registry() -> None:
+    """Test support: forget the process-wide registry, so the next lookup discovers
+    again and reads the ``CUBECL_*`` plugin variables as they are then.
+
+    Plugin modules already imported stay imported (Python caches modules); what
+    changes is which of them are registered.
+    """
+    global _registry
+    with _registry_lock:
+        _registry = None

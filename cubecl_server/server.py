@@ -1,0 +1,59 @@
+"""The compute server contract: what a backend runs on its device."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from cubecl_server.device import Capabilities, DeviceInfo
+from cubecl_server.ir import Elem
+from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.storage import ComputeStorage
+
+__all__ = ["Binding", "ComputeServer"]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A buffer argument: ``size`` bytes at ``offset`` of a storage resource, seen as
+    elements of ``elem`` laid out C-contiguously with ``shape``."""
+
+    resource: Any
+    offset: int
+    size: int
+    elem: Elem
+    shape: tuple[int, ...]
+
+
+class ComputeServer(Protocol):
+    """One device of one backend: where data lives and kernels run.
+
+    A server is used from one thread (the client's); only the ArtifactCompiler half
+    of compilation runs elsewhere.
+    """
+
+    backend: str
+    device: DeviceInfo
+    storage: ComputeStorage
+    capabilities: Capabilities
+
+    def read(self, binding: Binding) -> np.ndarray:
+        """A host copy of the binding's elements, flat, of dtype ``binding.elem``."""
+        ...
+
+    def write(self, binding: Binding, data: np.ndarray) -> None:
+        """Overwrite the binding with ``data`` (flat, contiguous, its dtype)."""
+        ...
+
+    def launch(self, kernel: Any, count: CubeCount, dim: CubeDim,
+               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
+        """Run a loaded kernel with array arguments and scalar arguments, each in the
+        order of the kernel's parameters of that kind."""
+        ...
+
+    def sync(self) -> None:
+        """Wait until all launched work has finished."""
+        ...

@@ -1,0 +1,3 @@
+"""Fixture plugin that cannot be imported."""
+
+raise ImportError("fixture plugin cannot be imported")

@@ -1,0 +1,17 @@
+"""Fixture plugin whose registration hook raises."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cubecl_server.plugins import hookimpl
+
+
+@hookimpl
+def cubecl_server_register_backends() -> list[Any]:
+    raise RuntimeError("register exploded")
+
+
+@hookimpl
+def cubecl_server_compiler(backend: str) -> Any:
+    raise AssertionError("a broken plugin's hooks must never be called")

@@ -1,0 +1,12 @@
+"""Fixture plugin that implements a hook name that does not exist."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cubecl_server.plugins import hookimpl
+
+
+@hookimpl
+def cubecl_server_compiller(backend: str) -> Any:
+    return None

@@ -1,0 +1,353 @@
+"""Plugin discovery, isolation, selection and precedence, through real distributions.
+
+Each test writes the fixture plugins of ``tests/plugin_fixtures`` into a temporary
+directory beside hand-written ``.dist-info`` folders, so importlib-metadata finds
+them as installed distributions, and runs a fresh interpreter with that directory
+on ``PYTHONPATH``: discovery happens once per process, as it does for a user.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cubecl_server.cli import main
+from cubecl_server.plugins import hookspecs
+
+FIXTURES = Path(__file__).parent / "plugin_fixtures"
+DOCS = Path(__file__).parent.parent / "docs" / "hooks.md"
+PLUGIN_ENV = ("CUBECL_PLUGINS", "CUBECL_DISABLE_PLUGINS", "CUBECL_STRICT_PLUGINS")
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """A fixture plugin module and the distribution it is installed as."""
+
+    module: str
+    dist: str
+    version: str
+
+
+GOOD = Fixture("cubecl_fixture_good", "cubecl-fixture-good", "1.2.3")
+IMPORTFAIL = Fixture("cubecl_fixture_importfail", "cubecl-fixture-importfail", "0.1")
+REGISTERFAIL = Fixture("cubecl_fixture_registerfail", "cubecl-fixture-registerfail", "0.2")
+OVERRIDE = Fixture("cubecl_fixture_override", "cubecl-fixture-override", "3.0")
+DUPLICATE = Fixture("cubecl_fixture_duplicate", "cubecl-fixture-duplicate", "0.3")
+TYPO = Fixture("cubecl_fixture_typo", "cubecl-fixture-typo", "0.4")
+REENTRANT = Fixture("cubecl_fixture_reentrant", "cubecl-fixture-reentrant", "0.5")
+
+STANDARD = {"good": GOOD, "importfail": IMPORTFAIL, "registerfail": REGISTERFAIL}
+
+
+def make_site(root: Path, plugins: Mapping[str, Fixture]) -> Path:
+    """A directory importlib-metadata sees as holding ``plugins`` installed, each
+    entry point (name -> fixture) in group ``cubecl_server``."""
+    site = root / "site"
+    site.mkdir(parents=True)
+    by_dist: dict[Fixture, list[str]] = {}
+    for name, fixture in plugins.items():
+        by_dist.setdefault(fixture, []).append(name)
+    for fixture, names in by_dist.items():
+        shutil.copy(FIXTURES / f"{fixture.module}.py", site)
+        info = site / f"{fixture.dist.replace('-', '_')}-{fixture.version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {fixture.dist}\nVersion: {fixture.version}\n")
+        (info / "entry_points.txt").write_text(
+            "[cubecl_server]\n" + "".join(f"{n} = {fixture.module}\n" for n in names))
+    return site
+
+
+def run_python(site: Path, args: list[str], env: Mapping[str, str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    """Run a fresh interpreter with ``site`` on its path and the plugin variables
+    unset unless ``env`` gives them."""
+    full = {k: v for k, v in os.environ.items() if k not in PLUGIN_ENV}
+    full["PYTHONPATH"] = str(site)
+    full.update(env or {})
+    return subprocess.run([sys.executable, *args], env=full, cwd=site.parent,
+                          capture_output=True, text=True, timeout=120)
+
+
+def list_backends(site: Path, env: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """``cubecl-server backends --json`` by name; asserts that it exits 0."""
+    done = run_python(site, ["-m", "cubecl_server.cli", "backends", "--json"], env)
+    assert done.returncode == 0, done.stderr
+    return {row["name"]: row for row in json.loads(done.stdout)}
+
+
+def run_script(site: Path, source: str, env: Mapping[str, str] | None = None) -> Any:
+    """Run ``source`` in a fresh interpreter; what it printed last, as JSON."""
+    done = run_python(site, ["-c", textwrap.dedent(source)], env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def external(rows: Mapping[str, dict[str, Any]]) -> set[str]:
+    """The rows that come from the fixture distributions (not the core, nor whatever
+    else the environment has installed)."""
+    return {name for name, row in rows.items() if row["distribution"].startswith("cubecl-fixture")}
+
+
+def test_listing_reports_ok_unavailable_and_broken(tmp_path: Path) -> None:
+    done = run_python(make_site(tmp_path, STANDARD),
+                      ["-m", "cubecl_server.cli", "backends", "--json"])
+    assert done.returncode == 0, done.stderr
+    rows = {row["name"]: row for row in json.loads(done.stdout)}
+
+    assert rows["fixture"] == {
+        "name": "fixture", "distribution": "cubecl-fixture-good", "version": "1.2.3",
+        "status": "ok", "reason": "", "devices": ["fixture:0 Fixture Device"],
+    }
+    assert rows["fixture_nodev"]["status"] == "unavailable"
+    assert rows["fixture_nodev"]["reason"] == "no device here"
+    assert rows["fixture_empty"]["status"] == "unavailable"
+    assert rows["fixture_empty"]["reason"] == "no device found"
+
+    broken = rows["importfail"]
+    assert broken["status"] == "broken"
+    assert (broken["distribution"], broken["version"]) == ("cubecl-fixture-importfail", "0.1")
+    assert broken["error"] == "ImportError: fixture plugin cannot be imported"
+    assert "cubecl_fixture_importfail.py" in broken["traceback"]
+    assert rows["registerfail"]["status"] == "broken"
+    assert rows["registerfail"]["error"] == "RuntimeError: register exploded"
+
+    # the built-in backend is registered through the same hooks, and unharmed
+    assert rows["cpu"]["distribution"] == "cubecl-server"
+    assert rows["cpu"]["status"] == "ok"
+
+    # each broken plugin is logged once, as a warning
+    assert done.stderr.count("'importfail'") == 1
+    assert done.stderr.count("'registerfail'") == 1
+
+
+def test_table_lists_status_with_reason(tmp_path: Path) -> None:
+    done = run_python(make_site(tmp_path, STANDARD), ["-m", "cubecl_server.cli", "backends"])
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert lines["NAME"].split() == ["NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES"]
+    assert lines["fixture"].split() == [
+        "fixture", "cubecl-fixture-good", "1.2.3", "ok", "fixture:0", "Fixture", "Device"]
+    assert "unavailable (no device here)" in lines["fixture_nodev"]
+    assert "broken (ImportError: fixture plugin cannot be imported)" in lines["importfail"]
+
+
+def test_allow_list_loads_only_the_named_plugins(tmp_path: Path) -> None:
+    site = make_site(tmp_path, STANDARD)
+    rows = list_backends(site, {"CUBECL_PLUGINS": "good"})
+    assert external(rows) == {"fixture", "fixture_nodev", "fixture_empty"}
+    rows = list_backends(site, {"CUBECL_PLUGINS": " good , registerfail "})
+    assert external(rows) == {"fixture", "fixture_nodev", "fixture_empty", "registerfail"}
+
+
+def test_empty_allow_list_loads_no_external_plugin(tmp_path: Path) -> None:
+    rows = list_backends(make_site(tmp_path, STANDARD), {"CUBECL_PLUGINS": ""})
+    assert {row["distribution"] for row in rows.values()} == {"cubecl-server"}
+    assert rows["cpu"]["status"] == "ok"
+
+
+def test_block_list_skips_the_named_plugins(tmp_path: Path) -> None:
+    rows = list_backends(make_site(tmp_path, STANDARD),
+                         {"CUBECL_DISABLE_PLUGINS": "importfail,registerfail"})
+    assert external(rows) == {"fixture", "fixture_nodev", "fixture_empty"}
+    assert all(row["status"] != "broken" for row in rows.values() if row["name"] in external(rows))
+
+
+def test_strict_mode_fails_on_a_broken_plugin(tmp_path: Path) -> None:
+    site = make_site(tmp_path, STANDARD)
+    args = ["-m", "cubecl_server.cli", "backends"]
+    done = run_python(site, args, {"CUBECL_STRICT_PLUGINS": "1",
+                                   "CUBECL_PLUGINS": "good,importfail"})
+    assert done.returncode == 1
+    assert "importfail" in done.stderr
+    assert "ImportError: fixture plugin cannot be imported" in done.stderr
+
+    done = run_python(site, args, {"CUBECL_STRICT_PLUGINS": "1", "CUBECL_PLUGINS": "good"})
+    assert done.returncode == 0, done.stderr
+
+
+def test_discovery_is_lazy(tmp_path: Path) -> None:
+    seen = run_script(make_site(tmp_path, {"good": GOOD}), """
+        import json, sys
+        import cubecl_server
+        import cubecl_server.plugins
+        seen = ["cubecl_fixture_good" in sys.modules]
+        reg = cubecl_server.plugins.registry()
+        seen.append("cubecl_fixture_good" in sys.modules)
+        reg.descriptor("fixture")
+        seen.append("cubecl_fixture_good" in sys.modules)
+        print(json.dumps(seen))
+    """)
+    assert seen == [False, False, True]
+
+
+def test_reset_registry_discovers_again_with_the_environment_then(tmp_path: Path) -> None:
+    names = run_script(make_site(tmp_path, {"good": GOOD}), """
+        import json, os
+        from cubecl_server.plugins import registry, reset_registry
+        os.environ["CUBECL_PLUGINS"] = ""
+        before = sorted(row.name for row in registry().backends())
+        reset_registry()
+        os.environ["CUBECL_PLUGINS"] = "good"
+        after = sorted(row.name for row in registry().backends())
+        print(json.dumps([before, after]))
+    """)
+    before, after = names
+    assert "fixture" not in before
+    assert "fixture" in after
+
+
+COMPILER_PROVIDERS = """
+    import json
+    from cubecl_server.plugins import registry
+    reg = registry()
+    result = {}
+    for backend in ("fixture", "cpu"):
+        first = reg.call_firstresult("cubecl_server_compiler", backend=backend)
+        through_pluggy = reg.hook.cubecl_server_compiler(backend=backend)
+        impls = reg.hook.cubecl_server_compiler.get_hookimpls()
+        result[backend] = {
+            "first": type(first).__module__,
+            "pluggy": type(through_pluggy).__module__,
+            "order": [impl.plugin_name for impl in reversed(impls)],
+        }
+    print(json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize(("override_name", "winner"), [
+    ("aaa_override", "cubecl_fixture_override"),
+    ("zzz_override", "cubecl_fixture_good"),
+])
+def test_external_plugins_take_precedence_in_entry_point_name_order(
+        tmp_path: Path, override_name: str, winner: str) -> None:
+    result = run_script(make_site(tmp_path, {"good": GOOD, override_name: OVERRIDE}),
+                        COMPILER_PROVIDERS)
+    assert result["fixture"]["first"] == winner
+    assert result["fixture"]["pluggy"] == winner
+
+
+def test_external_plugins_take_precedence_over_the_built_in_ones(tmp_path: Path) -> None:
+    result = run_script(make_site(tmp_path, {"zzz_override": OVERRIDE}), COMPILER_PROVIDERS)
+    cpu = result["cpu"]
+    assert cpu["order"] == ["zzz_override", "cubecl_server.backends.cpu.plugin"]
+    assert cpu["first"] == cpu["pluggy"] == "cubecl_fixture_override"
+
+    # without the override, the built-in answers for itself
+    result = run_script(make_site(tmp_path / "alone", {}), COMPILER_PROVIDERS)
+    assert result["cpu"]["first"] == "cubecl_server.backends.cpu.compiler"
+
+
+def test_a_plugin_failing_in_a_firstresult_hook_is_named(tmp_path: Path) -> None:
+    failure = run_script(make_site(tmp_path, {"override": OVERRIDE}), """
+        import json
+        from cubecl_server.errors import PluginError
+        from cubecl_server.plugins import registry
+        try:
+            registry().call_firstresult("cubecl_server_compiler", backend="explode")
+        except PluginError as exc:
+            print(json.dumps([str(exc), type(exc.__cause__).__name__]))
+    """)
+    message, cause = failure
+    assert message == ("plugin 'override' (cubecl-fixture-override 3.0) failed in "
+                       "cubecl_server_compiler: ValueError: boom")
+    assert cause == "ValueError"
+
+
+def test_a_backend_name_registered_twice_keeps_the_first_in_precedence(tmp_path: Path) -> None:
+    rows = list_backends(make_site(tmp_path, {"good": GOOD, "zdup": DUPLICATE}))
+    assert rows["fixture"]["distribution"] == "cubecl-fixture-good"
+    assert rows["fixture_own"]["status"] == "ok"
+    assert rows["zdup"]["status"] == "broken"
+    assert rows["zdup"]["error"] == ("PluginError: backend 'fixture' already provided by "
+                                     "plugin 'good' (cubecl-fixture-good 1.2.3)")
+
+
+def test_a_misspelt_hook_makes_the_plugin_broken(tmp_path: Path) -> None:
+    rows = list_backends(make_site(tmp_path, {"good": GOOD, "typo": TYPO}))
+    assert rows["typo"]["status"] == "broken"
+    assert "cubecl_server_compiller" in rows["typo"]["error"]
+    assert rows["fixture"]["status"] == "ok"
+
+
+def test_a_plugin_looking_up_plugins_at_import_is_broken_not_deadlocked(tmp_path: Path) -> None:
+    rows = list_backends(make_site(tmp_path, {"good": GOOD, "reentrant": REENTRANT}))
+    assert rows["reentrant"]["status"] == "broken"
+    assert "while they were being discovered" in rows["reentrant"]["error"]
+    assert rows["fixture"]["status"] == "ok"
+
+
+def test_backend_not_found_names_what_exists(tmp_path: Path) -> None:
+    message = run_script(make_site(tmp_path, {"good": GOOD, "importfail": IMPORTFAIL}), """
+        import json
+        from cubecl_server.errors import BackendNotFound
+        from cubecl_server.plugins import registry
+        try:
+            registry().descriptor("nope")
+        except BackendNotFound as exc:
+            print(json.dumps(str(exc)))
+    """)
+    assert message.startswith("no backend 'nope'; available: cpu, fixture, fixture_empty, ")
+    assert "broken plugins: importfail (ImportError: fixture plugin cannot be imported)" in message
+
+
+def test_cli_without_a_command_prints_help() -> None:
+    assert main([]) == 2
+
+
+def _documented_specs() -> dict[str, tuple[bool, list[tuple[str, str]], str]]:
+    """Each hookspec in docs/hooks.md: firstresult, (parameter, annotation)s, return."""
+    found = {}
+    for block in re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.DOTALL):
+        for node in ast.parse(block).body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = [d for d in node.decorator_list
+                          if ast.unparse(d).startswith("hookspec")]
+            if not decorators:
+                continue
+            first = any(isinstance(d, ast.Call) and any(
+                k.arg == "firstresult" and ast.literal_eval(k.value) for k in d.keywords)
+                for d in decorators)
+            params = [(a.arg, ast.unparse(a.annotation) if a.annotation else "")
+                      for a in node.args.args]
+            found[node.name] = (first, params, ast.unparse(node.returns) if node.returns else "")
+    return found
+
+
+def _declared_specs() -> dict[str, tuple[bool, list[tuple[str, str]], str]]:
+    """Each hookspec in cubecl_server.plugins.hookspecs, in the same form."""
+    def norm(annotation: object) -> str:
+        # hookspecs.py uses postponed annotations: each is its source text
+        return "" if annotation is inspect.Parameter.empty else ast.unparse(
+            ast.parse(str(annotation), mode="eval"))
+
+    found = {}
+    for name, func in inspect.getmembers(hookspecs, inspect.isfunction):
+        opts = getattr(func, f"{hookspecs.PROJECT}_spec", None)
+        if opts is None:
+            continue
+        sig = inspect.signature(func)
+        found[name] = (bool(opts.get("firstresult")),
+                       [(p.name, norm(p.annotation)) for p in sig.parameters.values()],
+                       norm(sig.return_annotation))
+    return found
+
+
+def test_documented_hook_signatures_match_the_hookspecs() -> None:
+    declared = _declared_specs()
+    assert len(declared) == 6
+    assert _documented_specs() == declared
