@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,10 +12,12 @@ from cubecl_server import ir
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.loader import KernelLoader
 from cubecl_server.device import Capabilities, DeviceInfo
+from cubecl_server.errors import TaintedBufferError, UnreadFailuresError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.memory_management import Handle, MemoryManagement, MemoryUsage
-from cubecl_server.server import ComputeServer
+from cubecl_server.memory_management import ErrorGraph, Handle, MemoryManagement, MemoryUsage
+from cubecl_server.server import Binding, ComputeServer
+from cubecl_server.stream import ExecuteScope, Failures
 
 if TYPE_CHECKING:
     from cubecl_server.kernel import KernelFunction
@@ -34,10 +37,25 @@ def elem_of_dtype(dtype: Any) -> ir.Elem:
             from None
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What every launch of one artifact needs to know, worked out on its first launch."""
+
+    id: ArtifactId
+    kernel: ir.Kernel
+    reads: tuple[bool, ...]
+    """Per array parameter: whether the kernel reads it (a tainted one stops the launch)."""
+    writes: tuple[bool, ...]
+    """Per array parameter: whether the kernel writes it (it is tainted if the launch fails)."""
+
+
 class ComputeClient:
     """One device of one backend, as a user sees it: buffers in, kernels run, data out.
 
-    Use it from one thread at a time; it is cheap to share across a program.
+    Launches are asynchronous: a launch that fails does not raise, it taints the
+    buffers it would have written, and reading one of them raises
+    ``TaintedBufferError`` with the chain back to the failure (ERROR_HANDLING.md).
+    Use a client from one thread at a time; it is cheap to share across a program.
     """
 
     def __init__(self, server: ComputeServer, memory: MemoryManagement, loader: KernelLoader,
@@ -46,9 +64,12 @@ class ComputeClient:
         self.memory = memory
         self.loader = loader
         self.mode = mode
-        # (kernel, comptime items, cube dim) -> ArtifactId: what lets a repeated
-        # launch skip hashing anything but this tuple.
-        self._ids: dict[tuple[Any, ...], ArtifactId] = {}
+        self.errors = ErrorGraph()
+        self.failures = Failures()
+        self._launches = 0
+        # (kernel, comptime items, cube dim) -> plan: what lets a repeated launch skip
+        # hashing anything but this tuple.
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
 
     @property
     def backend(self) -> str:
@@ -84,20 +105,44 @@ class ComputeClient:
         return handle
 
     def write(self, handle: Handle, data: Any) -> None:
-        """Overwrite the whole buffer with ``data``, which must have its shape and dtype."""
+        """Overwrite the whole buffer with ``data``, which must have its shape and dtype;
+        this clears any taint the buffer carried."""
         arr = np.asarray(data)
         if arr.dtype != handle.dtype or arr.shape != handle.shape:
             raise ValueError(f"cannot write {arr.dtype}{list(arr.shape)} into a buffer of "
                              f"{handle.dtype}{list(handle.shape)}")
         self.server.write(handle.binding(), np.ascontiguousarray(arr).reshape(-1))
+        handle.taint = None
 
     def read(self, handle: Handle) -> np.ndarray:
-        """A host copy of the buffer, with its shape and dtype."""
+        """A host copy of the buffer, with its shape and dtype.
+
+        Raises ``TaintedBufferError`` when the work meant to write it failed.
+        """
+        taint = handle.taint
+        if taint is not None:
+            taint.mark_observed()
+            chain = taint.chain()
+            lines = [f"{handle!r} holds no valid data:"]
+            lines += [f"  {'caused by' if i else 'written by'} {t.describe()}"
+                      for i, t in enumerate(chain)]
+            root = chain[-1].error
+            raise TaintedBufferError("\n".join(lines), root) from root
         return self.server.read(handle.binding()).reshape(handle.shape)
 
     def sync(self) -> None:
-        """Wait until all work launched on this client has finished."""
+        """Wait until all work launched on this client has finished.
+
+        Raises ``UnreadFailuresError`` for failed launches whose outputs nobody read
+        and nobody can read any more, so that no failure goes unreported.
+        """
         self.server.sync()
+        lost, count = self.failures.take_lost()
+        if count:
+            shown = "\n".join(f"  {f.description}" for f in lost)
+            more = f"\n  ... and {count - len(lost)} more" if count > len(lost) else ""
+            raise UnreadFailuresError(f"{count} failed launch(es) whose outputs were never "
+                                      f"read:\n{shown}{more}")
 
     def memory_usage(self) -> MemoryUsage:
         """How much device memory this client's buffers use and reserve."""
@@ -105,27 +150,64 @@ class ComputeClient:
 
     # ------------------------------------------------------------- kernels
 
+    def _plan(self, kernel: KernelFunction, cube_dim: CubeDim,
+              comptime: dict[str, Any]) -> _Plan:
+        key = (kernel, tuple(comptime.items()), cube_dim)
+        plan = self._plans.get(key)
+        if plan is None:
+            _check_comptime(kernel, comptime)
+            aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
+            k = aid.kernel.ir
+            read = _read_arrays(k)
+            arrays = [p for p in k.params if p.array]
+            plan = self._plans[key] = _Plan(aid, k, tuple(p.name in read for p in arrays),
+                                            tuple(p.name in k.written_arrays for p in arrays))
+        return plan
+
     def artifact_id(self, kernel: KernelFunction, cube_dim: CubeDim,
                     comptime: dict[str, Any]) -> ArtifactId:
         """The artifact a launch of ``kernel`` with ``cube_dim`` and ``comptime`` needs."""
-        key = (kernel, tuple(comptime.items()), cube_dim)
-        aid = self._ids.get(key)
-        if aid is None:
-            _check_comptime(kernel, comptime)
-            aid = self._ids[key] = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
-        return aid
+        return self._plan(kernel, cube_dim, comptime).id
 
     def prepare(self, kernel: KernelFunction, cube_dim: CubeDim, **comptime: Any) -> None:
-        """Obtain (compile, or read from the store) and load ``kernel`` ahead of a launch."""
+        """Obtain (compile, or read from the store) and load ``kernel`` ahead of a launch.
+
+        Unlike a launch, this raises ``CompilationError`` itself when compiling fails.
+        """
         self.loader.get(self.artifact_id(kernel, cube_dim, comptime))
 
     def launch(self, kernel: KernelFunction, cube_count: CubeCount, cube_dim: CubeDim,
                args: Sequence[Any], comptime: dict[str, Any]) -> None:
-        """Run ``kernel`` over ``cube_count`` cubes of ``cube_dim`` units."""
-        aid = self.artifact_id(kernel, cube_dim, comptime)
-        arrays, scalars = _bind(aid.kernel.ir, args)
-        loaded = self.loader.get(aid)
-        self.server.launch(loaded, cube_count, cube_dim, arrays, scalars)
+        """Run ``kernel`` over ``cube_count`` cubes of ``cube_dim`` units.
+
+        Wrong arguments raise ``TypeError`` at once. Anything that fails after that
+        (compiling, the device) taints the buffers the kernel writes; a launch that
+        reads a tainted buffer does not run and passes the taint on to its outputs.
+        """
+        plan = self._plan(kernel, cube_dim, comptime)
+        k = plan.kernel
+        handles, arrays, scalars = _bind(k, args)
+        self._launches += 1
+        outputs = [h for h, w in zip(handles, plan.writes, strict=True) if w]
+        causes = [h.taint for h, r in zip(handles, plan.reads, strict=True)
+                  if r and h.taint is not None]
+        if causes:
+            taint = self.errors.propagate(k.name, self._launches, self.backend, causes)
+            for h in outputs:
+                h.taint = taint
+            return
+        with ExecuteScope(self.errors, self.failures, k.name, self._launches, self.backend,
+                          outputs):
+            loaded = self.loader.get(plan.id)
+            self.server.launch(loaded, cube_count, cube_dim, arrays, scalars)
+            for h in outputs:
+                # Its inputs were clean and it ran: what it wrote is valid again.
+                h.taint = None
+
+
+def _read_arrays(k: ir.Kernel) -> frozenset[str]:
+    return frozenset(n.array for n in ir.walk(k.body)
+                     if isinstance(n, (ir.Load, ir.AtomicStmt)))
 
 
 def _check_comptime(kernel: KernelFunction, comptime: dict[str, Any]) -> None:
@@ -141,13 +223,15 @@ def _check_comptime(kernel: KernelFunction, comptime: dict[str, Any]) -> None:
                         f"{', '.join(expected) or 'none'}")
 
 
-def _bind(k: ir.Kernel, args: Sequence[Any]) -> tuple[list[Any], list[np.generic]]:
+def _bind(k: ir.Kernel,
+          args: Sequence[Any]) -> tuple[list[Handle], list[Binding], list[np.generic]]:
     params = k.params
     if len(args) != len(params):
         names = ", ".join(p.name for p in params)
         raise TypeError(f"kernel {k.name!r} takes {len(params)} argument(s) ({names}), "
                         f"got {len(args)}")
-    arrays = []
+    handles: list[Handle] = []
+    arrays: list[Binding] = []
     scalars: list[np.generic] = []
     for p, a in zip(params, args, strict=True):
         if p.array:
@@ -158,10 +242,11 @@ def _bind(k: ir.Kernel, args: Sequence[Any]) -> tuple[list[Any], list[np.generic
             if a.elem is not p.elem:
                 raise TypeError(f"kernel {k.name!r}: parameter {p.name!r} is an "
                                 f"Array[{p.elem.value}], got a buffer of {a.elem.value}")
+            handles.append(a)
             arrays.append(a.binding())
         else:
             scalars.append(_scalar(k.name, p, a))
-    return arrays, scalars
+    return handles, arrays, scalars
 
 
 def _scalar(kernel: str, p: ir.Param, value: Any) -> np.generic:

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "CubeclError", "KernelSyntaxError", "CompilationError", "StoreError",
     "PluginError", "BackendNotFound", "BackendUnavailable", "ArtifactRejected",
+    "TaintedBufferError", "UnreadFailuresError",
 ]
 
 
@@ -64,3 +65,21 @@ class BackendUnavailable(CubeclError):
 class ArtifactRejected(CubeclError):
     """A backend's ``CompilationTarget.load`` refused a stored artifact (a driver
     rejecting a binary); the loader purges it and compiles the kernel again."""
+
+
+class TaintedBufferError(CubeclError):
+    """A read met a buffer that the work meant to write it left unwritten.
+
+    The message shows the chain from this buffer back to the root failure: which
+    kernel, which launch, and what the backend said; ``root`` is that failure's
+    exception (also this error's ``__cause__``).
+    """
+
+    def __init__(self, message: str, root: BaseException | None) -> None:
+        super().__init__(message)
+        self.root = root
+
+
+class UnreadFailuresError(CubeclError):
+    """``sync`` found failed work whose outputs nobody read and nobody can read any
+    more (freed or overwritten): reported here so no failure is lost silently."""

@@ -5,14 +5,16 @@
 - :mod:`.handle`: :class:`Handle`, a user's buffer; its slice goes back to the pool
   when it is garbage collected or freed.
 
+- :mod:`.taint`: :class:`Taint` and :class:`ErrorGraph`, the error state buffers carry.
+
 The size policy the pool follows (alignment, buckets) is in
-:mod:`cubecl_server.allocator`. Error state carried by buffers (``Taint``,
-``ErrorGraph``) belongs in ``memory_management/taint.py``.
+:mod:`cubecl_server.allocator`.
 """
 
 from __future__ import annotations
 
 from cubecl_server.memory_management.handle import Handle
 from cubecl_server.memory_management.pool import MemoryManagement, MemoryUsage, Slice
+from cubecl_server.memory_management.taint import ErrorGraph, Taint
 
-__all__ = ["Handle", "MemoryManagement", "MemoryUsage", "Slice"]
+__all__ = ["ErrorGraph", "Handle", "MemoryManagement", "MemoryUsage", "Slice", "Taint"]

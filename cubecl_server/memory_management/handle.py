@@ -7,8 +7,8 @@ trouble with reference cycles or interpreter shutdown order) or when :meth:`free
 called, whichever comes first.
 
 Handles compare and hash by identity: two handles are the same buffer only if they
-are the same object. (Error state carried by buffers, ``Taint``, will attach here;
-see ``memory_management/taint.py`` once it exists.)
+are the same object. A handle also carries the buffer's error state, its ``taint``
+(see :mod:`~cubecl_server.memory_management.taint`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from cubecl_server.ir import Elem
 from cubecl_server.memory_management.pool import MemoryManagement, Slice
 
 if TYPE_CHECKING:
+    from cubecl_server.memory_management.taint import Taint
     from cubecl_server.server import Binding
 
 __all__ = ["Handle"]
@@ -34,7 +35,8 @@ class Handle:
     ``slice.size`` must hold the elements (``nbytes``); it may be larger.
     """
 
-    __slots__ = ("__weakref__", "_finalizer", "dtype", "elem", "memory", "shape", "slice")
+    __slots__ = ("__weakref__", "_binding", "_finalizer", "dtype", "elem", "memory", "shape",
+                 "slice", "taint")
 
     def __init__(self, memory: MemoryManagement, slice: Slice, shape: tuple[int, ...],
                  elem: Elem) -> None:
@@ -51,6 +53,10 @@ class Handle:
                              f"({self.nbytes} bytes)")
         self._finalizer = weakref.finalize(self, memory.release_deferred, slice)
         self._finalizer.atexit = False   # at shutdown the device may already be gone
+        self._binding: Binding | None = None
+        self.taint: Taint | None = None
+        """Why the contents are not what the program asked for, or None (see
+        :mod:`~cubecl_server.memory_management.taint`)."""
 
     @property
     def size(self) -> int:
@@ -74,14 +80,17 @@ class Handle:
 
     def binding(self) -> Binding:
         """The kernel argument for this buffer. Raises ValueError once freed."""
+        if self._binding is not None and self._finalizer.alive:
+            return self._binding
         if self.freed:
             raise ValueError(f"{self!r} was freed")
         # imported here: server pulls in the kernel language, which memory
         # management does not need and must not depend on at import time
         from cubecl_server.server import Binding
 
-        return Binding(self.memory.resource(self.slice), self.slice.offset, self.nbytes,
-                       self.elem, self.shape)
+        self._binding = Binding(self.memory.resource(self.slice), self.slice.offset,
+                                self.nbytes, self.elem, self.shape)
+        return self._binding
 
     def __repr__(self) -> str:
         state = ", freed" if self.freed else ""
