@@ -1,9 +1,13 @@
 # The two commands a person runs: `make demo` and `make test` (see README.md).
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PIP     := $(BIN)/python -m pip install -q --disable-pip-version-check
+PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
+PLUGINS :=
+EXAMPLE := examples/cubecl-example
 
-.PHONY: demo test lint bench venv clean
+.PHONY: demo test lint bench venv system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,17 +17,28 @@ venv: $(BIN)/python
 
 ## demo: set up .venv with the core and run `cubecl-server demo` on the cpu backend
 demo: venv
-	$(BIN)/python -m pip install -q -e .
+	$(PIP) -e .
 	CUBECL_BACKEND=cpu $(BIN)/cubecl-server demo
 
-## test: set up everything the tests need, then run every test
-test: venv
-	$(BIN)/python -m pip install -q -e '.[dev]'
+## system-deps: PoCL, lavapipe and glslang, installed with apt when root and missing
+system-deps:
+	bash scripts/system-deps.sh
+
+## test: set up everything the tests need, then run every test: the core's (with the
+## conformance suite on cpu), then each backend's own run of the suite
+test: venv system-deps
+	$(PIP) -e '.[dev]' $(foreach p,$(PLUGINS) $(EXAMPLE),-e $(p))
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(PYTEST) tests
+	for p in $(PLUGINS) $(EXAMPLE); do (cd $$p && ../../$(PYTEST)) || exit 1; done
 
 lint: venv
 	$(BIN)/ruff check .
+
+## bench: every figure of BENCHMARKS.md (QUICK=1 for the three-minute version)
+bench: venv
+	$(PIP) -e . $(foreach p,$(PLUGINS),-e $(p))
+	$(BIN)/python -m benchmarks $(if $(QUICK),--quick,)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

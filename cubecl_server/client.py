@@ -211,7 +211,15 @@ def _read_arrays(k: ir.Kernel) -> frozenset[str]:
 
 
 def _check_comptime(kernel: KernelFunction, comptime: dict[str, Any]) -> None:
-    expected = kernel.signature.comptime
+    sig = kernel.signature
+    bind = getattr(sig, "bind_comptime", None)
+    if bind is not None:
+        # The signature's own check: unknown, missing (defaults count) and ill-typed
+        # values all raise TypeError naming the parameter, before anything is parsed.
+        bind(comptime)
+        return
+    # A kernel-like object with only a `comptime` mapping (IR given directly).
+    expected = sig.comptime
     missing = [n for n in expected if n not in comptime]
     unknown = [n for n in comptime if n not in expected]
     if missing:

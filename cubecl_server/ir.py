@@ -205,7 +205,8 @@ class BinOp(enum.Enum):
 
     @property
     def is_comparison(self) -> bool:
-        """Whether the result is ``bool`` computed from two non-bool operands."""
+        """Whether the result is ``bool``; ``EQ``/``NE`` also compare ``bool`` operands,
+        the ordering comparisons only numbers."""
         return self in (BinOp.EQ, BinOp.NE, BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE)
 
 

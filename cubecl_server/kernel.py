@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from cubecl_server import ir
 from cubecl_server.id import KernelId
-from cubecl_server.lang.frontend import KernelSignature, kernel_signature, parse_kernel
 
 if TYPE_CHECKING:
     from cubecl_server.client import ComputeClient
+    from cubecl_server.lang.frontend import KernelSignature
 
 __all__ = ["CubeCount", "CubeDim", "CompiledKernel", "KernelFunction", "kernel"]
 
@@ -93,6 +93,10 @@ class KernelFunction:
     def signature(self) -> KernelSignature:
         """The kernel's parameters: runtime ones in order, and comptime ones."""
         if self._signature is None:
+            # Imported on first use: the launch geometry here is needed by every
+            # server, the kernel language only by whoever defines kernels.
+            from cubecl_server.lang.frontend import kernel_signature
+
             self._signature = kernel_signature(self.fn)
         return self._signature
 
@@ -101,6 +105,8 @@ class KernelFunction:
         key = tuple(sorted(comptime.items()))
         kid = self._ids.get(key)
         if kid is None:
+            from cubecl_server.lang.frontend import parse_kernel
+
             with self._lock:
                 kid = self._ids.get(key)
                 if kid is None:

@@ -17,7 +17,7 @@ from cubecl_server.compiler.record import CompilationBatchRecord, CompilationRec
 from cubecl_server.compiler.store import StoreNames, environment_database
 from cubecl_server.config import config
 from cubecl_server.device import DeviceInfo
-from cubecl_server.errors import PluginError, StoreError
+from cubecl_server.errors import BackendUnavailable, PluginError, StoreError
 from cubecl_server.memory_management import MemoryManagement
 from cubecl_server.persistence import environment
 from cubecl_server.persistence.sqlite import SqliteStore
@@ -122,14 +122,24 @@ def client(backend: str | None = None, device: int | None = None) -> ComputeClie
         return made
 
 
-def create_client(backend: str | None = None, device: int | None = None) -> ComputeClient:
-    """A new client, with its own server and loader, not shared with :func:`client`'s."""
+def create_client(backend: str | None = None, device: int | None = None, *,
+                  compile_only: bool = False) -> ComputeClient:
+    """A new client, with its own server and loader, not shared with :func:`client`'s.
+
+    ``compile_only`` asks the backend for a server that compiles without a device
+    (``cubecl_server_compile_only_server``): its kernels go through the whole compile
+    path and the store, but it cannot hold memory or launch.
+    """
     name = backend or config().backend
     index = 0 if device is None else device
     reg = registry()
     desc = reg.descriptor(name)
-    runtime = desc.runtime()
-    server = runtime.create_server(index)
+    if compile_only:
+        server = reg.call_firstresult("cubecl_server_compile_only_server", backend=name)
+        if server is None:
+            raise BackendUnavailable(f"backend {name!r} has no compile-only mode")
+    else:
+        server = desc.runtime().create_server(index)
     compiler = reg.call_firstresult("cubecl_server_compiler", backend=name)
     if compiler is None:
         raise PluginError(f"no plugin provides a Compiler for backend {name!r}")

@@ -125,6 +125,11 @@ def test_failures_nobody_reads_are_reported_at_sync(c: ComputeClient) -> None:
     with pytest.raises(UnreadFailuresError, match="kernel 'overrun'"):
         c.sync()
     c.sync()  # reported once
+    freed = c.empty(N, np.float32)
+    overrun.launch(c, ONE, DIM, a, freed)
+    freed.free()
+    with pytest.raises(UnreadFailuresError, match="kernel 'overrun'"):
+        c.sync()
     overwritten = c.empty(N, np.float32)
     overrun.launch(c, ONE, DIM, a, overwritten)
     c.write(overwritten, np.zeros(N, np.float32))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -343,3 +344,23 @@ def test_elem_properties() -> None:
     assert E.BOOL.bits == 8 and E.F16.bits == 16 and E.U64.bits == 64
     assert E.U32.numpy_name == "uint32" and E.BOOL.numpy_name == "bool"
     assert OP.LT.is_comparison and not OP.AND.is_comparison
+
+
+# ---------------------------------------------------------------- the reference page
+
+
+def test_ir_reference_mentions_every_name() -> None:
+    """docs/ir.md names every node class and every enum member, so it cannot drift."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "ir.md").read_text()
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    node_classes = [getattr(ir, n) for n in ir.__all__
+                    if isinstance(getattr(ir, n), type) and dataclasses.is_dataclass(
+                        getattr(ir, n))]
+    enums = [ir.Elem, ir.BuiltinName, ir.BinOp, ir.UnOp, ir.MathFn, ir.AtomicOp, ir.PlaneFn]
+    missing = [c.__name__ for c in [*node_classes, *enums] if c.__name__ not in words]
+    missing += [f"{e.__name__}.{m.name}" for e in enums for m in e if m.name not in words]
+    # Every field of every node is documented too.
+    missing += [f"{c.__name__}.{f.name}" for c in node_classes for f in dataclasses.fields(c)
+                if f.name not in words]
+    assert not missing, f"docs/ir.md does not mention: {', '.join(missing)}"
+    assert len(node_classes) >= 27

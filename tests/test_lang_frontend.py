@@ -1019,7 +1019,7 @@ def uns_list(a: Array[f32]):
 
 
 def uns_attribute(a: Array[f32]):
-    n = a.shape  # <attribute>
+    n = a.dtype  # <attribute>
 
 
 def uns_method(a: Array[f32]):
@@ -1142,7 +1142,7 @@ UNSUPPORTED = [
     (uns_try, "try", "`try` statements are not supported in kernels"),
     (uns_lambda, "lambda", "`lambda` expressions are not supported in kernels"),
     (uns_list, "list", "list literals are not supported in kernels"),
-    (uns_attribute, "attribute", "attribute access (`a.shape`) is not supported"),
+    (uns_attribute, "attribute", "attribute access (`a.dtype`) is not supported"),
     (uns_method, "method", "method calls (`a.sum()`) are not supported"),
     (uns_unknown_call, "unknown-call", "call to unknown function `print`"),
     (uns_undefined, "undefined", "name `undefined_thing` is not defined"),

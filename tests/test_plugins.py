@@ -74,9 +74,14 @@ def make_site(root: Path, plugins: Mapping[str, Fixture]) -> Path:
 def run_python(site: Path, args: list[str], env: Mapping[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:
     """Run a fresh interpreter with ``site`` on its path and the plugin variables
-    unset unless ``env`` gives them."""
+    unset unless ``env`` gives them - except the allow list, which by default names
+    the site's own entry points, so plugins installed in the venv stay out of it."""
     full = {k: v for k, v in os.environ.items() if k not in PLUGIN_ENV}
     full["PYTHONPATH"] = str(site)
+    full["CUBECL_PLUGINS"] = ",".join(
+        line.split("=")[0].strip()
+        for eps in site.glob("*.dist-info/entry_points.txt")
+        for line in eps.read_text().splitlines()[1:] if "=" in line)
     full.update(env or {})
     return subprocess.run([sys.executable, *args], env=full, cwd=site.parent,
                           capture_output=True, text=True, timeout=120)
@@ -349,5 +354,5 @@ def _declared_specs() -> dict[str, tuple[bool, list[tuple[str, str]], str]]:
 
 def test_documented_hook_signatures_match_the_hookspecs() -> None:
     declared = _declared_specs()
-    assert len(declared) == 6
+    assert len(declared) == 7
     assert _documented_specs() == declared

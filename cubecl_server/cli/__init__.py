@@ -6,8 +6,10 @@ import argparse
 from collections.abc import Callable
 
 from cubecl_server.cli.backends import add_backends_command
+from cubecl_server.cli.bench import add_bench_command
 from cubecl_server.cli.cache import add_cache_command
 from cubecl_server.cli.compilations import add_compilations_command
+from cubecl_server.cli.conformance import add_conformance_command
 from cubecl_server.cli.demo import add_demo_command
 from cubecl_server.cli.table import Subparsers
 
@@ -18,6 +20,8 @@ SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
     add_backends_command,
     add_compilations_command,
     add_cache_command,
+    add_conformance_command,
+    add_bench_command,
 ]
 """Each adds one subcommand to the parser; its ``func`` default runs it and returns
 the exit code."""

@@ -11,7 +11,8 @@ A kernel is written with the names exported here::
 
 :func:`parse_kernel` turns such a function into an :class:`ir.Kernel`;
 :func:`kernel_signature` reads its parameters. The language and its typing rules
-are documented in :mod:`cubecl_server.lang.frontend`.
+are documented in :mod:`cubecl_server.lang.frontend` and in ``docs/language.md``;
+which code counts as uniform (for barriers) in :mod:`cubecl_server.lang.uniformity`.
 """
 
 from .frontend import parse_kernel
@@ -41,18 +42,30 @@ from .types import (
     UNIT_POS_Z,
     Array,
     ArrayType,
+    AtomicIntrinsic,
     BuiltinVar,
     Comptime,
     ComptimeType,
+    CubeFn,
     Intrinsic,
     KernelOnlyError,
     MathIntrinsic,
+    PlaneIntrinsic,
     ScalarType,
+    TypeRef,
     abs,
+    atomic_add,
+    atomic_compare_exchange,
+    atomic_exchange,
+    atomic_max,
+    atomic_min,
+    atomic_sub,
     bool_,
     ceil,
     clamp,
     cos,
+    cube_fn,
+    dtype,
     erf,
     exp,
     f16,
@@ -67,11 +80,16 @@ from .types import (
     log,
     max,
     min,
+    plane_broadcast,
+    plane_max,
+    plane_sum,
     pow,
     rsqrt,
     select,
+    shared,
     sin,
     sqrt,
+    sync_cube,
     tanh,
     u32,
     u64,
@@ -80,7 +98,7 @@ from .types import (
 __all__ = [
     "parse_kernel", "kernel_signature", "KernelSignature", "ComptimeValue",
     "KernelOnlyError", "ScalarType", "ArrayType", "ComptimeType", "BuiltinVar",
-    "Intrinsic", "MathIntrinsic",
+    "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic", "CubeFn", "TypeRef",
     "f16", "f32", "f64", "i32", "i64", "u32", "u64", "bool_", "Array", "Comptime",
     "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z",
     "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z",
@@ -90,4 +108,7 @@ __all__ = [
     "PLANE_DIM", "UNIT_POS_PLANE",
     "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil",
     "pow", "fma", "min", "max", "clamp", "isnan", "isinf", "select",
+    "dtype", "cube_fn", "shared", "sync_cube",
+    "atomic_add", "atomic_sub", "atomic_max", "atomic_min", "atomic_exchange",
+    "atomic_compare_exchange", "plane_sum", "plane_max", "plane_broadcast",
 ]

@@ -25,6 +25,30 @@ parameters, then the function's closure, its globals and Python's builtins. A
 global or closure ``int``/``float``/``bool`` is a constant; a NumPy scalar is a
 constant of its own type; a module gives access to its attributes (``cl.exp``).
 
+Beyond these (see ``docs/language.md`` for examples):
+
+- ``tile = shared(T, size)`` declares cube-local memory (``ir.SharedArray``), indexed
+  like an array; ``size`` is a positive constant, the declaration the whole right-hand
+  side of an assignment to a new name, made once and under uniform control.
+- ``sync_cube()`` is an ``ir.Barrier``; one under control flow that depends on the unit
+  is reported (the rule is in :mod:`cubecl_server.lang.uniformity`).
+- ``atomic_add/sub/max/min/exchange(a, i, v)`` and ``atomic_compare_exchange(a, i,
+  expected, new)`` on an array or shared array of i32/u32/i64/u64 (``atomic_add`` also
+  f32) return the old value: ``old = atomic_add(...)`` writes it straight into ``old``,
+  a bare call discards it, and one inside a larger expression is hoisted before its
+  statement into a fresh local (not allowed in a ``while`` condition).
+- ``Comptime[dtype]`` parameters are types in the body (``T(x)``, ``shared(T, n)``,
+  ``v: T = ...``) and in runtime annotations (``Array["T"]``, ``"Array[T]"``, ``"T"``,
+  or a global ``T = TypeRef("T")``).
+- ``for i in range(..., unroll=True)`` (a constant bool) gives ``ir.For(unroll=True)``
+  and needs constant bounds.
+- ``@cube_fn`` helpers are inlined (:meth:`_KernelBuilder.inline`): arrays and shared
+  arrays by reference, constants and types at compile time, scalars by value; their
+  locals get fresh names; a ``return`` must end the helper or each branch of its final
+  if/else; recursion is an error.
+- ``plane_sum(x)``, ``plane_max(x)``, ``plane_broadcast(x, lane)`` are ``ir.PlaneOp``;
+  ``a.shape[d]`` / ``a.stride[d]`` (constant ``d``) are ``ir.Shape`` / ``ir.Stride``.
+
 Typing rules
 ------------
 - **Weak constants.** Python literals, global/closure constants and comptime values
@@ -45,7 +69,7 @@ Typing rules
 - ``+ - *`` need numbers; ``/`` floats (on integers: use ``//``); ``//`` integers
   (C truncation); ``%`` integers (truncating) or floats (``fmod``); ``**`` floats
   (``MathFn.POW``; weak integer powers fold); comparisons yield ``bool`` and need
-  numbers (``==`` on bools is not in the IR); ``and``/``or``/``not`` need ``bool``
+  numbers, except ``==``/``!=`` which also compare bools; ``and``/``or``/``not`` need ``bool``
   (a constant side folds away: ``x and True`` is ``x``);
   ``& | ^ << >> ~`` need integers; unary ``-`` needs a number.
 - ``x if c else y`` and ``select(c, x, y)``: ``c`` is bool, ``x`` and ``y`` one type
@@ -80,6 +104,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import itertools
 import types as pytypes
 from collections.abc import Callable
@@ -89,7 +114,7 @@ from typing import Any, NoReturn
 from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
-from .signature import ComptimeValue, KernelSignature, kernel_signature
+from .signature import ComptimeValue, KernelSignature, _resolve_annotation, kernel_signature
 from .source import KernelSource, load_source
 from .typerules import (
     Mismatch,
@@ -108,6 +133,7 @@ from .typerules import (
     type_name,
     unify,
 )
+from .uniformity import Divergence, Marker, find_divergent, strip_markers
 
 __all__ = ["parse_kernel", "kernel_signature", "KernelSignature"]
 
@@ -121,17 +147,45 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
     source = load_source(fn)
     sig = kernel_signature(fn, source)
     bound = sig.bind_comptime(comptime or {})
-    builder = _KernelBuilder(fn, source, sig, dict(bound))
+    params = sig.specialise(dict(bound))
+    unit = _Unit()
+    builder = _KernelBuilder(fn, source, params, dict(bound), unit)
     body = builder.build()
+    for d in find_divergent(body):
+        raise _divergence_error(d, unit)
     return ir.Kernel(
         name=fn.__name__,
-        params=sig.params,
-        locals=tuple(builder.ir_locals),
-        shared=(),
-        body=body,
+        params=params,
+        locals=tuple(unit.ir_locals),
+        shared=tuple(unit.shared),
+        body=strip_markers(body),
         comptime=bound,
         loc=ir.SourceLoc(source.file, source.line(source.tree)),
     )
+
+
+def _divergence_error(d: Divergence, unit: _Unit) -> KernelSyntaxError:
+    file, line = unit.locs.get(id(d.stmt), ("<unknown>", 0))
+    cfile, cline = unit.locs.get(id(d.cause), ("<unknown>", 0))
+    where = f"line {cline}" if cfile == file else f"{cfile}:{cline}"
+    cause = {
+        ir.If: f"the `if` condition on {where} depends on the unit",
+        ir.While: f"the `while` condition on {where} depends on the unit",
+        ir.For: f"the `for` bounds on {where} depend on the unit",
+        ir.Return: f"the `return` on {where} is taken by some units only",
+        ir.Break: f"the `break` on {where} is taken by some units only",
+        ir.Continue: f"the `continue` on {where} is taken by some units only",
+    }.get(type(d.cause), f"control flow on {where} depends on the unit")
+    if isinstance(d.stmt, Marker):
+        what = f"shared array `{d.stmt.what}` is declared"
+        fix = "declare it at the top of the kernel"
+    else:
+        what = "sync_cube() is reached"
+        fix = ("every unit of a cube must reach the same barriers: move it out of the "
+               "branch, or make the condition uniform (built from constants, scalar "
+               "parameters and CUBE_* builtins)")
+    return KernelSyntaxError(f"{what} under control flow that depends on the unit: "
+                             f"{cause}; {fix}", file, line)
 
 
 # ---------------------------------------------------------------- tables
@@ -149,6 +203,7 @@ _CMPOPS: dict[type[ast.AST], ir.BinOp] = {
 _UNOPS: dict[type[ast.AST], ir.UnOp] = {
     ast.USub: ir.UnOp.NEG, ast.Not: ir.UnOp.NOT, ast.Invert: ir.UnOp.BITNOT,
 }
+_ATOMIC_INTS = (ir.Elem.I32, ir.Elem.U32, ir.Elem.I64, ir.Elem.U64)
 _NUMERIC_MATH = (ir.MathFn.ABS, ir.MathFn.MIN, ir.MathFn.MAX, ir.MathFn.CLAMP)
 _PY_BUILTIN_MATH: dict[object, lt.MathIntrinsic] = {
     builtins.abs: lt.abs, builtins.min: lt.min, builtins.max: lt.max,
@@ -193,15 +248,53 @@ class _NotFound:
 _NOT_FOUND = _NotFound()
 
 
-class _KernelBuilder:
-    """Walks one kernel's AST: one ``stmt_<Node>`` / ``expr_<Node>`` method per node type."""
+class _Unit:
+    """What the builders of one kernel and of the helpers inlined into it share."""
 
-    def __init__(self, fn: Callable[..., Any], source: KernelSource, sig: KernelSignature,
-                 comptime: dict[str, ComptimeValue]) -> None:
+    def __init__(self) -> None:
+        self.ir_locals: list[ir.Local] = []
+        self.shared: list[ir.SharedArray] = []
+        # Every name the IR may already use: fresh names avoid them.
+        self.taken: set[str] = set()
+        # Statements an expression needs before the statement it is part of (atomics
+        # and helper bodies used as values), collected per statement.
+        self.pending: list[ir.Stmt] = []
+        # id(statement) -> (file, line), for the uniformity report; `keep` holds the
+        # statements so their ids stay theirs.
+        self.locs: dict[int, tuple[str, int]] = {}
+        self.keep: list[object] = []
+        self.inlining: list[lt.CubeFn] = []
+        self.calls = 0
+
+    def fresh(self, base: str) -> str:
+        """A name no local, parameter or shared array of the kernel has."""
+        name, n = base, 1
+        while name in self.taken:
+            name, n = f"{base}{n}", n + 1
+        self.taken.add(name)
+        return name
+
+
+class _KernelBuilder:
+    """Walks one kernel's AST: one ``stmt_<Node>`` / ``expr_<Node>`` method per node type.
+
+    A helper (``@cube_fn``) inlined into a kernel gets a builder of its own (its own
+    names, source and scope), sharing the kernel's :class:`_Unit`.
+    """
+
+    def __init__(self, fn: Callable[..., Any], source: KernelSource,
+                 params: tuple[ir.Param, ...], comptime: dict[str, ComptimeValue],
+                 unit: _Unit, helper: str | None = None) -> None:
         self.fn = fn
         self.src = source
-        self.params: dict[str, ir.Param] = {p.name: p for p in sig.params}
-        self.comptime = comptime
+        self.unit = unit
+        self.helper = helper
+        self.params: dict[str, ir.Param] = {p.name: p for p in params}
+        # Comptime dtypes are types in the body, never values.
+        self.comptime_types: dict[str, lt.ScalarType] = {
+            n: lt.scalar_type(ir.Elem(v)) for n, v in comptime.items() if isinstance(v, str)}
+        self.comptime = {n: v for n, v in comptime.items() if not isinstance(v, str)}
+        self.shared_arrays: dict[str, ir.SharedArray] = {}
         code = fn.__code__
         self.closure: dict[str, object] = {}
         for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
@@ -217,21 +310,33 @@ class _KernelBuilder:
             and isinstance(n.ctx, ast.Store)
         }
         self.locals: dict[str, _LocalInfo] = {}
-        self.ir_locals: list[ir.Local] = []
+        self.ir_locals = unit.ir_locals
         self.loop_vars: list[str] = []
         self.prologue: list[ir.Stmt] = []
-        taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        taken |= set(self.params) | set(comptime)
-        for p in sig.params:
+        # Helper returns: the local a value return assigns (branch form), whether the
+        # statement just built always returns, and whether a return is allowed there.
+        self.result: _LocalInfo | None = None
+        self.returned_value: Value | None = None
+        self.saw_return = False
+        self.always_returns = False
+        self.tail = False
+        self.branch_returns = False
+        if helper is not None:
+            return
+        unit.taken |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        unit.taken |= set(self.params) | set(comptime)
+        for p in params:
             if not p.array and p.name in self.assigned:
                 # The IR assigns only locals, so an assigned scalar parameter is copied.
-                copy = f"{p.name}_copy"
-                n = 1
-                while copy in taken:
-                    copy, n = f"{p.name}_copy{n}", n + 1
-                taken.add(copy)
+                copy = unit.fresh(f"{p.name}_copy")
                 self._declare(p.name, copy, p.elem, source.line(tree))
                 self.prologue.append(ir.Assign(copy, ir.Var(p.name, p.elem)))
+
+    def ir_name(self, name: str) -> str:
+        """The IR name of a new local ``name``: itself in a kernel, fresh in a helper."""
+        if self.helper is None:
+            return name
+        return self.unit.fresh(f"{name}_{self.helper}")
 
     # ------------------------------------------------------------ helpers
 
@@ -248,6 +353,12 @@ class _KernelBuilder:
         self.locals[name] = info
         self.ir_locals.append(ir.Local(ir_name, elem))
         return info
+
+    def temp(self, base: str, elem: ir.Elem) -> ir.Var:
+        """A fresh local (not visible to the user's code) for a hoisted value."""
+        name = self.unit.fresh(base)
+        self.ir_locals.append(ir.Local(name, elem))
+        return ir.Var(name, elem)
 
     def describe_vars(self, *nodes: ast.AST) -> str:
         """`` (`n` is i32, ...)`` for the variables that appear in ``nodes``."""
@@ -314,6 +425,8 @@ class _KernelBuilder:
         """The Python object a name or ``module.attr`` refers to (callees, types)."""
         if isinstance(node, ast.Name):
             name = node.id
+            if name in self.comptime_types:
+                return self.comptime_types[name]
             if name in self.assigned or name in self.params or name in self.comptime:
                 raise self.fail(node, f"`{name}` is a kernel variable, not a function or type")
             obj = self._lookup(name)
@@ -389,22 +502,49 @@ class _KernelBuilder:
             body = body[1:]
         return tuple(self.prologue) + self.block(body)
 
-    def block(self, stmts: list[ast.stmt]) -> tuple[ir.Stmt, ...]:
-        """A list of statements as IR statements."""
+    def block(self, stmts: list[ast.stmt], tail: bool = False) -> tuple[ir.Stmt, ...]:
+        """A list of statements as IR statements.
+
+        ``tail``: the block ends a helper, so its last statement may return a value.
+        After it, ``always_returns`` tells whether the block always ends in a return.
+        """
         out: list[ir.Stmt] = []
-        for s in stmts:
+        returns = False
+        for i, s in enumerate(stmts):
+            self.tail = tail and i == len(stmts) - 1
             out.extend(self.stmt(s))
+            returns = self.always_returns
+        self.always_returns = returns
         return tuple(out)
 
     def stmt(self, node: ast.stmt) -> list[ir.Stmt]:
-        """One statement as zero or more IR statements."""
+        """One statement as zero or more IR statements.
+
+        What its expressions hoist (atomics, helper bodies) comes first.
+        """
         kind = type(node).__name__
         method = getattr(self, f"stmt_{kind}", None)
         if method is None:
             what = _UNSUPPORTED_STMTS.get(kind, f"`{kind}` statements")
             raise self.fail(node, f"{what} are not supported in kernels")
-        result: list[ir.Stmt] = method(node)
-        return result
+        unit = self.unit
+        outer, unit.pending = unit.pending, []
+        tail = self.tail
+        self.always_returns = False
+        try:
+            result: list[ir.Stmt] = method(node)
+            if kind not in ("Return", "If"):
+                self.always_returns = False
+            out = unit.pending + result
+        finally:
+            unit.pending = outer
+            self.tail = tail
+        loc = (self.src.file, self.src.line(node))
+        for st in out:
+            if id(st) not in unit.locs:
+                unit.locs[id(st)] = loc
+                unit.keep.append(st)
+        return out
 
     def stmt_Pass(self, node: ast.Pass) -> list[ir.Stmt]:
         return []
@@ -416,10 +556,47 @@ class _KernelBuilder:
         return [ir.Continue()]
 
     def stmt_Return(self, node: ast.Return) -> list[ir.Stmt]:
-        if node.value is not None:
-            raise self.fail(node, "a kernel returns nothing: write results to an array "
-                                  "parameter and use a bare `return`")
-        return [ir.Return()]
+        if self.helper is None:
+            if node.value is not None:
+                raise self.fail(node, "a kernel returns nothing: write results to an array "
+                                      "parameter and use a bare `return`")
+            return [ir.Return()]
+        return self.helper_return(node)
+
+    def helper_return(self, node: ast.Return) -> list[ir.Stmt]:
+        """``return [expr]`` in a helper: the call's value, or an assignment to its
+        result local when the helper returns from the branches of a final if/else."""
+        if not self.tail:
+            raise self.fail(node, f"`return` in cube_fn `{self.helper}` must be its last "
+                                  "statement, or the last statement of a branch of its final "
+                                  "if/else (helpers are inlined; early returns are not "
+                                  "supported: restructure with if/else)")
+        self.always_returns = True
+        has_value = node.value is not None
+        if self.saw_return and has_value != (self.result is not None
+                                             or self.returned_value is not None):
+            raise self.fail(node, f"cube_fn `{self.helper}` mixes `return` with and without "
+                                  "a value")
+        self.saw_return = True
+        if node.value is None:
+            return []
+        value = self.expr(node.value)
+        if self.branch_returns:
+            if self.result is None:
+                try:
+                    expr = concrete(value)
+                except TypeRuleError as err:
+                    self.rule_error(node, err, node.value)
+                name = self.unit.fresh(f"{self.helper}_result")
+                self.result = self._declare(f"<{self.helper} result>", name, expr.type,
+                                            self.src.line(node))
+                return [ir.Assign(name, expr)]
+            what = (f"the result of cube_fn `{self.helper}` (from its first return on line "
+                    f"{self.result.line})")
+            return [ir.Assign(self.result.ir_name,
+                              self.coerce(value, self.result.elem, node, node.value, what))]
+        self.returned_value = value
+        return []
 
     def stmt_Expr(self, node: ast.Expr) -> list[ir.Stmt]:
         value = node.value
@@ -438,22 +615,151 @@ class _KernelBuilder:
         raise self.fail(node, f"the expression statement `{self.seg(value)}` has no effect")
 
     def call_statement(self, node: ast.Call) -> list[ir.Stmt] | None:
-        """A call with effects used as a statement (barriers, atomics), or None.
-
-        The language has none yet; this is where they lower to statements.
-        """
+        """A call with effects used as a statement (barriers, atomics, helpers), or None."""
+        try:
+            obj = self.static(node.func)
+        except KernelSyntaxError:
+            return None
+        if obj is lt.sync_cube:
+            if node.args or node.keywords:
+                raise self.fail(node, "sync_cube() takes no arguments")
+            return [ir.Barrier()]
+        if isinstance(obj, lt.AtomicIntrinsic):
+            return [self.atomic(obj, node, None)]
+        if isinstance(obj, lt.CubeFn):
+            self.inline(obj, node, want_value=False)
+            return []
+        if obj is lt.shared:
+            raise self.fail(node, "shared() declares memory: assign it to a name, e.g. "
+                                  "`tile = shared(f32, 256)`")
         return None
+
+    def atomic(self, fn: lt.AtomicIntrinsic, node: ast.Call, result: str | None
+               ) -> ir.AtomicStmt:
+        """``atomic_<op>(a, i, v)`` (``(a, i, expected, new)`` for compare_exchange)."""
+        cas = fn.op is ir.AtomicOp.COMPARE_EXCHANGE
+        want = 4 if cas else 3
+        if node.keywords or len(node.args) != want:
+            spelled = "(a, i, expected, new)" if cas else "(a, i, v)"
+            raise self.fail(node, f"{fn.name}() takes {want} positional arguments: "
+                                  f"{fn.name}{spelled}")
+        ref = self.array_ref(node.args[0])
+        if ref is None:
+            raise self.fail(node, f"the first argument of {fn.name}() must be an array "
+                                  f"parameter or a shared array, not `{self.seg(node.args[0])}`")
+        array, elem = ref
+        ok = elem in _ATOMIC_INTS or (elem is ir.Elem.F32 and fn.op is ir.AtomicOp.ADD)
+        if not ok:
+            allowed = "i32, u32, i64, u64" + (" or f32" if fn.op is ir.AtomicOp.ADD else "")
+            raise self.fail(node, f"{fn.name}() needs an array of {allowed}, but `{array}` "
+                                  f"holds {elem.value}")
+        index = self.index(node.args[1])
+        vals = [self.coerce(self.expr(a), elem, node, a, f"`{array}`'s element")
+                for a in node.args[2:]]
+        compare = vals[0] if cas else None
+        return ir.AtomicStmt(fn.op, array, index, vals[-1], compare, result)
 
     def stmt_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
         for t in node.targets:
             if isinstance(t, (ast.Tuple, ast.List)):
                 raise self.fail(t, "tuple unpacking is not supported in kernels: assign "
                                    "each variable on its own line")
+        special = self.special_assign(node)
+        if special is not None:
+            return special
         value = self.expr(node.value)
         out: list[ir.Stmt] = []
         for t in node.targets:
             out.append(self.assign_to(t, value, node, node.value))
         return out
+
+    def special_assign(self, node: ast.Assign) -> list[ir.Stmt] | None:
+        """``tile = shared(T, n)`` and ``old = atomic_op(...)``, or None for the rest."""
+        v = node.value
+        if not isinstance(v, ast.Call):
+            return None
+        try:
+            obj = self.static(v.func)
+        except KernelSyntaxError:
+            return None
+        if obj is not lt.shared and not isinstance(obj, lt.AtomicIntrinsic):
+            return None
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            if obj is lt.shared:
+                raise self.fail(node, "shared() must be assigned to one plain name, e.g. "
+                                      "`tile = shared(f32, 256)`")
+            return None
+        name = node.targets[0].id
+        if obj is lt.shared:
+            return self.declare_shared(name, v, node)
+        assert isinstance(obj, lt.AtomicIntrinsic)
+        self.check_assignable(name, node)
+        stmt = self.atomic(obj, v, None)
+        elem = self.shared_or_param_elem(stmt.array)
+        info = self.locals.get(name)
+        if info is None:
+            info = self._declare(name, self.ir_name(name), elem, self.src.line(node))
+        elif info.elem is not elem:
+            raise self.fail(node, f"`{name}` is {info.elem.value} (from its first assignment "
+                                  f"on line {info.line}) but {obj.name}() returns "
+                                  f"{elem.value}")
+        return [ir.AtomicStmt(stmt.op, stmt.array, stmt.index, stmt.value, stmt.compare,
+                              info.ir_name)]
+
+    def shared_or_param_elem(self, ir_array: str) -> ir.Elem:
+        """The element type of an array by its IR name."""
+        for sh in self.unit.shared:
+            if sh.name == ir_array:
+                return sh.elem
+        for p in self.params.values():
+            if p.name == ir_array and p.array:
+                return p.elem
+        raise AssertionError(ir_array)
+
+    def declare_shared(self, name: str, call: ast.Call, node: ast.stmt) -> list[ir.Stmt]:
+        """``name = shared(T, size)``: a SharedArray of the kernel (and a marker, so the
+        uniformity analysis can check where it was declared)."""
+        if call.keywords or len(call.args) != 2:
+            raise self.fail(call, "shared() takes 2 arguments: shared(T, size), e.g. "
+                                  "shared(f32, 256)")
+        if name in self.shared_arrays:
+            raise self.fail(node, f"shared array `{name}` is declared twice: a shared array "
+                                  "is declared once (it is the same memory on every path)")
+        if name in self.locals or name in self.params or name in self.comptime \
+                or name in self.comptime_types:
+            raise self.fail(node, f"`{name}` is already a variable or parameter; a shared "
+                                  "array needs a name of its own")
+        t_node, size_node = call.args
+        t = self.static_type(t_node)
+        if t is None:
+            raise self.fail(t_node, f"the first argument of shared() must be a scalar type "
+                                    f"such as f32, not `{self.seg(t_node)}`")
+        size = self.expr(size_node)
+        if not isinstance(size, (Weak, ir.Const)) or isinstance(size.value, bool) \
+                or not isinstance(size.value, int):
+            raise self.fail(size_node, f"the size of a shared array must be an integer "
+                                       f"constant (a literal, global or comptime value), not "
+                                       f"`{self.seg(size_node)}`{self.describe_vars(size_node)}")
+        if size.value <= 0:
+            raise self.fail(size_node, f"the size of a shared array must be positive, got "
+                                       f"{size.value}")
+        arr = ir.SharedArray(self.ir_name(name), t.elem, int(size.value))
+        self.unit.taken.add(arr.name)
+        self.unit.shared.append(arr)
+        self.shared_arrays[name] = arr
+        return [Marker(name)]  # type: ignore[list-item]
+
+    def static_type(self, node: ast.expr) -> lt.ScalarType | None:
+        """The scalar type ``node`` names (``f32``, a comptime dtype), or None."""
+        if isinstance(node, ast.Name) and node.id in self.comptime_types:
+            return self.comptime_types[node.id]
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return None
+        try:
+            obj = self.static(node)
+        except KernelSyntaxError:
+            return None
+        return obj if isinstance(obj, lt.ScalarType) else None
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> list[ir.Stmt]:
         if not isinstance(node.target, ast.Name):
@@ -475,7 +781,7 @@ class _KernelBuilder:
         value = self.expr(node.value)
         if info is None:
             expr = self.coerce(value, ann.elem, node, node.value, f"`{name}`")
-            self._declare(name, name, ann.elem, self.src.line(node))
+            self._declare(name, self.ir_name(name), ann.elem, self.src.line(node))
             return [ir.Assign(name, expr)]
         return [self.assign_name(name, value, node, node.value)]
 
@@ -524,8 +830,11 @@ class _KernelBuilder:
         if p is not None and p.array:
             raise self.fail(node, f"cannot assign to array parameter `{name}`: store into "
                                   f"its elements instead (`{name}[i] = ...`)")
-        if name in self.comptime:
+        if name in self.comptime or name in self.comptime_types:
             raise self.fail(node, f"cannot assign to comptime parameter `{name}`")
+        if name in self.shared_arrays:
+            raise self.fail(node, f"cannot assign to shared array `{name}`: store into its "
+                                  f"elements instead (`{name}[i] = ...`)")
         if name in self.loop_vars:
             raise self.fail(node, f"cannot assign to `{name}` inside the loop it counts")
 
@@ -559,7 +868,7 @@ class _KernelBuilder:
                 raise self.fail(node, f"{err.message} in `{self.seg(node)}`; cast it to pick "
                                       f"a wider type, e.g. i64({self.seg(value_node)})"
                                 ) from None
-            info = self._declare(name, name, expr.type, self.src.line(node))
+            info = self._declare(name, self.ir_name(name), expr.type, self.src.line(node))
             return ir.Assign(info.ir_name, expr)
         first = f"`{name}` (from its first assignment on line {info.line})"
         return ir.Assign(info.ir_name, self.coerce(value, info.elem, node, value_node, first))
@@ -567,16 +876,26 @@ class _KernelBuilder:
     def stmt_If(self, node: ast.If) -> list[ir.Stmt]:
         cond = self.as_bool_condition(node.test, "`if`")
         known = self.constant_bool(cond)
+        tail = self.tail
         if known is not None:
             # Only the taken branch is compiled: comptime code may be invalid in the other.
-            return list(self.block(node.body if known else node.orelse))
+            return list(self.block(node.body if known else node.orelse, tail))
         assert not isinstance(cond, Weak)
-        return [ir.If(cond, self.block(node.body), self.block(node.orelse))]
+        then = self.block(node.body, tail)
+        then_returns = self.always_returns
+        orelse = self.block(node.orelse, tail)
+        self.always_returns = then_returns and self.always_returns and bool(node.orelse)
+        return [ir.If(cond, then, orelse)]
 
     def stmt_While(self, node: ast.While) -> list[ir.Stmt]:
         if node.orelse:
             raise self.fail(node, "`while ... else` is not supported in kernels")
         cond = self.as_bool_condition(node.test, "`while`")
+        if self.unit.pending:
+            # The condition is evaluated before every iteration; hoisting would run it once.
+            raise self.fail(node.test, "the condition of `while` cannot use atomics or call "
+                                       "a cube_fn with statements: compute it into a local "
+                                       "before the loop and again at the end of the body")
         if self.constant_bool(cond) is False:
             return []
         return [ir.While(concrete(cond), self.block(node.body))]
@@ -590,9 +909,19 @@ class _KernelBuilder:
         it = node.iter
         if not (isinstance(it, ast.Call) and self._is_range(it.func)):
             raise self.fail(it, "only `for i in range(...)` loops are supported in kernels")
-        if it.keywords or not 1 <= len(it.args) <= 3 or any(
-                isinstance(a, ast.Starred) for a in it.args):
+        if not 1 <= len(it.args) <= 3 or any(isinstance(a, ast.Starred) for a in it.args):
             raise self.fail(it, "range() takes 1 to 3 positional arguments")
+        unroll = False
+        for kw in it.keywords:
+            if kw.arg != "unroll":
+                raise self.fail(it, f"range() takes only the keyword argument `unroll`, not "
+                                    f"`{kw.arg or '**'}`")
+            uv = self.expr(kw.value)
+            if not isinstance(uv, (Weak, ir.Const)) or not isinstance(uv.value, bool):
+                raise self.fail(kw.value, "`unroll=` of range() must be a constant bool (a "
+                                          f"literal or comptime value), not "
+                                          f"`{self.seg(kw.value)}`")
+            unroll = bool(uv.value)
         name = node.target.id
         self.check_assignable(name, node.target)
         arg_nodes = list(it.args)
@@ -648,14 +977,17 @@ class _KernelBuilder:
             step_c = const_of(Weak(step), elem)
         except TypeRuleError as err:
             self.rule_error(it, err, it)
+        if unroll and not all(isinstance(e, ir.Const) for e in exprs):
+            raise self.fail(it, f"range(..., unroll=True) needs constant bounds (literals or "
+                                f"comptime values), not `{self.seg(it)}`{self.describe_vars(it)}")
         if info is None:
-            info = self._declare(name, name, elem, self.src.line(node))
+            info = self._declare(name, self.ir_name(name), elem, self.src.line(node))
         self.loop_vars.append(name)
         try:
             body = self.block(node.body)
         finally:
             self.loop_vars.pop()
-        return [ir.For(info.ir_name, exprs[0], exprs[1], step_c, body)]
+        return [ir.For(info.ir_name, exprs[0], exprs[1], step_c, body, unroll)]
 
     def _is_range(self, func: ast.expr) -> bool:
         try:
@@ -693,6 +1025,12 @@ class _KernelBuilder:
         if name in self.locals:
             info = self.locals[name]
             return ir.Var(info.ir_name, info.elem)
+        if name in self.shared_arrays:
+            raise self.fail(node, f"shared array `{name}` can only be indexed (`{name}[i]`), "
+                                  "passed to len() or to a cube_fn")
+        if name in self.comptime_types:
+            raise self.fail(node, f"`{name}` is a comptime dtype (a type): call it to cast, "
+                                  f"e.g. {name}(x)")
         p = self.params.get(name)
         if p is not None:
             if p.array:
@@ -710,17 +1048,32 @@ class _KernelBuilder:
         return self.value_of_object(obj, node)
 
     def expr_Attribute(self, node: ast.Attribute) -> Value:
+        if node.attr in ("shape", "stride") and self.array_ref(node.value) is not None:
+            raise self.fail(node, f"`{self.seg(node)}` must be indexed with a constant "
+                                  f"dimension, e.g. `{self.seg(node)}[0]`")
         return self.value_of_object(self.static(node), node)
 
-    def array_of(self, node: ast.Subscript) -> tuple[str, ir.Elem]:
-        """The array parameter a subscript indexes, and its element type."""
-        base = node.value
-        if isinstance(base, ast.Name):
+    def array_ref(self, base: ast.expr) -> tuple[str, ir.Elem] | None:
+        """The IR name and element type of the array parameter or shared array ``base``
+        names, or None."""
+        if isinstance(base, ast.Name) and base.id not in self.locals:
+            sh = self.shared_arrays.get(base.id)
+            if sh is not None:
+                return sh.name, sh.elem
             p = self.params.get(base.id)
-            if p is not None and p.array and base.id not in self.locals:
+            if p is not None and p.array:
                 return p.name, p.elem
-        raise self.fail(node, f"`{self.seg(base)}` is not an array: only array parameters "
-                              "can be indexed")
+        return None
+
+    def array_of(self, node: ast.Subscript) -> tuple[str, ir.Elem]:
+        """The array a subscript indexes, and its element type."""
+        ref = self.array_ref(node.value)
+        if ref is not None:
+            return ref
+        if isinstance(node.value, ast.Call):
+            self.expr(node.value)  # a misplaced shared() or a bad call says so first
+        raise self.fail(node, f"`{self.seg(node.value)}` is not an array: only array "
+                              "parameters and shared arrays can be indexed")
 
     def index(self, node: ast.expr) -> ir.Expr:
         """An index expression: an integer of any integer type."""
@@ -748,8 +1101,25 @@ class _KernelBuilder:
         return v
 
     def expr_Subscript(self, node: ast.Subscript) -> Value:
+        base = node.value
+        if isinstance(base, ast.Attribute) and base.attr in ("shape", "stride"):
+            return self.shape_or_stride(base, node)
         array, elem = self.array_of(node)
         return ir.Load(array, self.index(node.slice), elem)
+
+    def shape_or_stride(self, attr: ast.Attribute, node: ast.Subscript) -> Value:
+        """``a.shape[d]`` / ``a.stride[d]`` of an array parameter (``u32``)."""
+        ref = self.array_ref(attr.value)
+        if ref is None or ref[0] in {sh.name for sh in self.unit.shared}:
+            raise self.fail(node, f"`.{attr.attr}` needs an array parameter, not "
+                                  f"`{self.seg(attr.value)}`")
+        d = self.expr(node.slice) if not isinstance(node.slice, ast.Slice) else None
+        if not isinstance(d, (Weak, ir.Const)) or isinstance(d.value, bool) \
+                or not isinstance(d.value, int) or d.value < 0:
+            raise self.fail(node, f"the dimension in `{self.seg(node)}` must be a constant, "
+                                  "non-negative integer (a literal or comptime value)")
+        cls = ir.Shape if attr.attr == "shape" else ir.Stride
+        return cls(ref[0], int(d.value))
 
     def binary(self, op_node: ast.operator, lhs: Value, rhs: Value, node: ast.AST,
                lnode: ast.AST, rnode: ast.AST) -> Value:
@@ -884,11 +1254,29 @@ class _KernelBuilder:
                 raise self.fail(node, f"method calls (`{self.seg(node)}`) are not supported "
                                       "in kernels")
         obj = self.static(func)
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.fail(node, "`*` unpacking is not supported in kernels")
+        if isinstance(obj, lt.CubeFn):
+            value = self.inline(obj, node, want_value=True)
+            assert value is not None
+            return value
         if node.keywords:
             raise self.fail(node, f"keyword arguments are not supported in kernel calls "
                                   f"(`{self.seg(node)}`)")
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise self.fail(node, "`*` unpacking is not supported in kernels")
+        if isinstance(obj, lt.AtomicIntrinsic):
+            # Inside a larger expression: the atomic runs first, into a fresh local.
+            st = self.atomic(obj, node, None)
+            tmp = self.temp(f"{obj.name}_old", self.shared_or_param_elem(st.array))
+            self.unit.pending.append(ir.AtomicStmt(st.op, st.array, st.index, st.value,
+                                                   st.compare, tmp.name))
+            return tmp
+        if isinstance(obj, lt.PlaneIntrinsic):
+            return self.call_plane(obj, node)
+        if obj is lt.sync_cube:
+            raise self.fail(node, "sync_cube() is a statement: it has no value")
+        if obj is lt.shared:
+            raise self.fail(node, "shared() must be the whole right-hand side of an "
+                                  "assignment: `tile = shared(f32, 256)`")
         if isinstance(obj, lt.ScalarType):
             return self.call_cast(obj, node)
         if isinstance(obj, lt.MathIntrinsic):
@@ -908,9 +1296,12 @@ class _KernelBuilder:
                                   "f32(x), bool_(x) or another kernel type")
         if isinstance(obj, lt.Intrinsic):
             raise self.fail(node, f"`{obj.name}` cannot be used in an expression")
+        if type(obj).__name__ == "KernelFunction":
+            raise self.fail(node, f"`{self.seg(func)}` is a @kernel: kernels cannot call "
+                                  "kernels; make the shared code a @cube_fn")
         raise self.fail(node, f"call to unknown function `{self.seg(func)}`: a kernel can "
                               "only call kernel-language functions (casts, math functions, "
-                              "len, select)")
+                              "len, select, atomics, plane ops) and @cube_fn helpers")
 
     def call_cast(self, t: lt.ScalarType, node: ast.Call) -> Value:
         """``T(x)``: a conversion, folded on constants, elided when ``x`` is a ``T``."""
@@ -931,11 +1322,181 @@ class _KernelBuilder:
         if len(node.args) != 1:
             raise self.fail(node, "len() takes exactly one argument")
         arg = node.args[0]
-        if isinstance(arg, ast.Name) and arg.id not in self.assigned:
-            p = self.params.get(arg.id)
-            if p is not None and p.array:
-                return ir.Len(p.name)
-        raise self.fail(node, f"len() needs an array parameter, not `{self.seg(arg)}`")
+        if isinstance(arg, ast.Name) and arg.id in self.shared_arrays:
+            # A shared array's size is static: its length is a constant.
+            return ir.Const(self.shared_arrays[arg.id].size, ir.Elem.U32)
+        ref = self.array_ref(arg)
+        if ref is not None:
+            return ir.Len(ref[0])
+        raise self.fail(node, f"len() needs an array parameter or a shared array, not "
+                              f"`{self.seg(arg)}`")
+
+    def call_plane(self, fn: lt.PlaneIntrinsic, node: ast.Call) -> Value:
+        """``plane_sum(x)``, ``plane_max(x)``, ``plane_broadcast(x, lane)``."""
+        if len(node.args) != fn.arity:
+            spelled = "(x, lane)" if fn.arity == 2 else "(x)"
+            raise self.fail(node, f"{fn.name}() takes {fn.arity} argument"
+                                  f"{'s' if fn.arity != 1 else ''}: {fn.name}{spelled}")
+        v = self.expr(node.args[0])
+        try:
+            x = concrete(v)
+        except TypeRuleError as err:
+            self.rule_error(node, err, node.args[0])
+        if fn.fn is not ir.PlaneFn.BROADCAST and x.type is ir.Elem.BOOL:
+            raise self.fail(node, f"{fn.name}() needs a number, got bool in "
+                                  f"`{self.seg(node)}`")
+        lane: ir.Expr | None = None
+        if fn.fn is ir.PlaneFn.BROADCAST:
+            lv = self.expr(node.args[1])
+            if isinstance(lv, Weak):
+                if lv.kind != "int" or int(lv.value) < 0:
+                    raise self.fail(node.args[1], "the lane of plane_broadcast() must be a "
+                                                  "non-negative integer")
+                try:
+                    lane = const_of(lv, ir.Elem.U32)
+                except TypeRuleError as err:
+                    self.rule_error(node, err, node.args[1])
+            elif not lv.type.is_int:
+                raise self.fail(node.args[1], f"the lane of plane_broadcast() must be an "
+                                              f"integer, got {lv.type.value}")
+            else:
+                lane = lv
+        return ir.PlaneOp(fn.fn, x, lane, x.type)
+
+    def inline(self, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Value | None:
+        """Inline a call to a helper: its statements go before the current statement
+        (``unit.pending``); returns the call's value (None when it returns nothing)."""
+        unit = self.unit
+        if any(f is cf for f in unit.inlining):
+            chain = " -> ".join(f.name for f in [*unit.inlining, cf])
+            raise self.fail(node, f"recursive call to cube_fn `{cf.name}` ({chain}): helpers "
+                                  "are inlined, so they cannot call themselves")
+        fn = cf.fn
+        source = load_source(fn)
+        sig = inspect.signature(fn)
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise KernelSyntaxError(f"cube_fn `{cf.name}` cannot take `*{p.name}` or "
+                                        f"`**{p.name}`", source.file, source.line(source.tree))
+        kwargs: dict[str, ast.expr] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.fail(node, "`**` unpacking is not supported in kernels")
+            kwargs[kw.arg] = kw.value
+        try:
+            bound = sig.bind(*node.args, **kwargs)
+        except TypeError as exc:
+            raise self.fail(node, f"bad call to cube_fn `{cf.name}`: {exc}") from None
+        bound.apply_defaults()
+        child = _KernelBuilder(fn, source, (), {}, unit, helper=cf.name)
+        prologue: list[ir.Stmt] = []
+        for pname, arg in bound.arguments.items():
+            ann = sig.parameters[pname].annotation
+            if ann is not inspect.Parameter.empty:
+                try:
+                    ann = _resolve_annotation(fn, ann)
+                except Exception as exc:
+                    raise KernelSyntaxError(
+                        f"cannot evaluate the annotation of `{pname}` of cube_fn "
+                        f"`{cf.name}`: {exc}", source.file, source.line(source.tree)) from None
+            else:
+                ann = None
+            self.bind_argument(child, pname, arg, ann, node, prologue)
+        tree_body = source.tree.body
+        if tree_body and isinstance(tree_body[0], ast.Expr) \
+                and isinstance(tree_body[0].value, ast.Constant) \
+                and isinstance(tree_body[0].value.value, str):
+            tree_body = tree_body[1:]
+        # A final `return expr` is the call's value; returns elsewhere assign a result.
+        child.branch_returns = not (tree_body and isinstance(tree_body[-1], ast.Return))
+        unit.inlining.append(cf)
+        try:
+            body = child.block(tree_body, tail=True)
+        finally:
+            unit.inlining.pop()
+        value: Value | None
+        if child.branch_returns:
+            if child.result is not None and not child.always_returns:
+                raise KernelSyntaxError(
+                    f"cube_fn `{cf.name}` returns a value on some paths only: end every "
+                    "branch of its final if/else with a `return`", source.file,
+                    source.line(source.tree))
+            value = ir.Var(child.result.ir_name, child.result.elem) if child.result else None
+        else:
+            value = child.returned_value
+        unit.pending.extend(prologue)
+        unit.pending.extend(body)
+        if value is not None and not isinstance(value, Weak) and any(
+                isinstance(n, ir.Load) for n in ir.walk(value)):
+            # A value read from memory is read where the call is: code hoisted after it
+            # in the same statement (another call, an atomic) must not change it.
+            tmp = self.temp(f"{cf.name}_value", value.type)
+            unit.pending.append(ir.Assign(tmp.name, value))
+            value = tmp
+        if want_value and value is None:
+            raise self.fail(node, f"cube_fn `{cf.name}` returns no value, so `{self.seg(node)}`"
+                                  " cannot be used in an expression")
+        return value
+
+    def bind_argument(self, child: _KernelBuilder, pname: str, arg: object, ann: object,
+                      node: ast.Call, prologue: list[ir.Stmt]) -> None:
+        """Bind a helper's parameter: arrays by reference, types and constants at compile
+        time, other scalars by value (a local of the helper, or the caller's variable)."""
+        what = f"argument `{pname}` of cube_fn `{child.helper}`"
+        if not isinstance(arg, ast.expr):
+            # A default value: a Python object, like a global.
+            if isinstance(arg, lt.ScalarType):
+                child.comptime_types[pname] = arg
+                return
+            if isinstance(arg, (bool, int, float)) and pname not in child.assigned:
+                child.comptime[pname] = arg
+                return
+            if isinstance(arg, (bool, int, float)):
+                v: Value = Weak(arg)
+            else:
+                raise self.fail(node, f"{what}: default {arg!r} is not a kernel value")
+            arg_node: ast.expr = node
+        else:
+            arg_node = arg
+            ref = self.array_ref(arg)
+            if ref is not None:
+                if pname in child.assigned:
+                    raise child.fail(child.src.tree, f"cube_fn `{child.helper}` assigns its "
+                                                     f"array parameter `{pname}`")
+                array, elem = ref
+                if isinstance(ann, lt.ArrayType) and ann.elem is not None \
+                        and ann.elem is not elem:
+                    raise self.fail(arg, f"{what} is {ann!r}, got an array of {elem.value}")
+                if isinstance(ann, lt.ScalarType):
+                    raise self.fail(arg, f"{what} is a scalar {ann!r}, got an array")
+                if isinstance(arg, ast.Name) and arg.id in self.shared_arrays:
+                    child.shared_arrays[pname] = self.shared_arrays[arg.id]
+                else:
+                    child.params[pname] = ir.Param(array, elem, True)
+                return
+            t = self.static_type(arg)
+            if t is not None:
+                child.comptime_types[pname] = t
+                return
+            v = self.expr(arg)
+        if isinstance(ann, lt.ArrayType):
+            raise self.fail(arg_node, f"{what} is {ann!r}, got `{self.seg(arg_node)}`")
+        if isinstance(ann, lt.ScalarType):
+            v = self.coerce(v, ann.elem, arg_node, arg_node, what)
+        if isinstance(v, Weak) and pname not in child.assigned:
+            child.comptime[pname] = v.value
+            return
+        try:
+            e = concrete(v)
+        except TypeRuleError as err:
+            self.rule_error(arg_node, err, arg_node)
+        line = child.src.line(child.src.tree)
+        if isinstance(e, ir.Var) and pname not in child.assigned:
+            # The helper cannot assign it, and nothing else runs in between: share it.
+            child.locals[pname] = _LocalInfo(e.name, e.type, line)
+            return
+        info = child._declare(pname, child.ir_name(pname), e.type, line)
+        prologue.append(ir.Assign(info.ir_name, e))
 
     def call_math(self, fn: lt.MathIntrinsic, node: ast.Call) -> Value:
         """A math function call, typed by the rules of its :class:`ir.MathFn`."""

@@ -12,12 +12,12 @@ from typing import Any
 from .. import ir
 from ..errors import KernelSyntaxError
 from .source import KernelSource, code_location, load_source
-from .types import ArrayType, ComptimeType, ScalarType
+from .types import SCALAR_TYPES, ArrayType, ComptimeType, ScalarType, TypeRef, dtype
 
 __all__ = ["KernelSignature", "kernel_signature", "ComptimeValue"]
 
-ComptimeValue = int | float | bool
-"""The Python types a comptime parameter's value may have."""
+ComptimeValue = int | float | bool | str
+"""The Python types a bound comptime value has (a dtype is bound as its name, "f32")."""
 
 
 @dataclass(frozen=True)
@@ -25,21 +25,35 @@ class KernelSignature:
     """What a kernel takes: its runtime params in order, and its comptime params.
 
     ``comptime`` maps each keyword-only compile-time parameter to its kind (``int``,
-    ``bool`` or ``float``), in declaration order; ``comptime_defaults`` holds the
-    defaults some of them declare.
+    ``bool``, ``float`` or :class:`~cubecl_server.lang.types.dtype`), in declaration
+    order; ``comptime_defaults`` holds the defaults some of them declare.
+    ``generic`` maps each runtime parameter whose type is a comptime dtype
+    (``a: "Array[T]"``) to that dtype's name; in ``params`` such a parameter has the
+    dtype's default, or ``f32`` as a placeholder when there is none, until
+    :meth:`specialise` gives it the bound type.
     """
 
     name: str
     params: tuple[ir.Param, ...]
     comptime: dict[str, type] = field(default_factory=dict)
     comptime_defaults: dict[str, ComptimeValue] = field(default_factory=dict)
+    generic: dict[str, str] = field(default_factory=dict)
+
+    def specialise(self, bound: Mapping[str, ComptimeValue]) -> tuple[ir.Param, ...]:
+        """The runtime parameters with every comptime dtype replaced by its bound type."""
+        out: list[ir.Param] = []
+        for p in self.params:
+            var = self.generic.get(p.name)
+            out.append(p if var is None else ir.Param(p.name, ir.Elem(bound[var]), p.array))
+        return tuple(out)
 
     def bind_comptime(self, values: Mapping[str, object]) -> tuple[tuple[str, ComptimeValue], ...]:
         """Check ``values`` against the comptime params; return them in declaration order.
 
         Defaults fill what is missing; ``Comptime[float]`` accepts an int and stores a
-        float. Raises TypeError naming the parameter on an unknown, missing or
-        ill-typed value.
+        float; ``Comptime[dtype]`` accepts a kernel scalar type, an ``ir.Elem``, a NumPy
+        dtype or a type name and stores the name (``"f32"``). Raises TypeError naming
+        the parameter on an unknown, missing or ill-typed value.
         """
         unknown = sorted(set(values) - set(self.comptime))
         if unknown:
@@ -58,7 +72,39 @@ class KernelSignature:
         return tuple(bound)
 
 
+def _coerce_dtype(raw: object) -> str | None:
+    """The element type name ``raw`` denotes as a dtype, or None."""
+    if isinstance(raw, ScalarType):
+        return raw.elem.value
+    if isinstance(raw, ir.Elem):
+        return raw.value
+    if isinstance(raw, str):
+        for elem, t in SCALAR_TYPES.items():
+            if raw in (elem.value, t.name, elem.numpy_name):
+                return elem.value
+        return None
+    if type(raw).__module__.startswith("numpy") or (
+            isinstance(raw, type) and raw.__module__.startswith("numpy")):
+        import numpy as np  # lazily: only a NumPy dtype value needs it
+
+        try:
+            np_name = np.dtype(raw).name  # type: ignore[call-overload]
+        except TypeError:
+            return None
+        for elem in ir.Elem:
+            if elem.numpy_name == np_name:
+                return elem.value
+    return None
+
+
 def _coerce_comptime(kernel: str, name: str, kind: type, raw: object) -> ComptimeValue:
+    if kind is dtype:
+        value = _coerce_dtype(raw)
+        if value is None:
+            raise TypeError(f"comptime parameter `{name}` of kernel `{kernel}` is "
+                            f"Comptime[dtype] (a scalar type such as f32), got {raw!r} "
+                            f"({type(raw).__name__})")
+        return value
     # bool is an int in Python, so it is checked first everywhere: True is not 1 here.
     is_bool = isinstance(raw, bool) or type(raw).__name__ == "bool_"
     if kind is bool and is_bool:
@@ -71,7 +117,8 @@ def _coerce_comptime(kernel: str, name: str, kind: type, raw: object) -> Comptim
                     f"Comptime[{kind.__name__}], got {raw!r} ({type(raw).__name__})")
 
 
-def _resolve_annotation(fn: Callable[..., Any], ann: object) -> object:
+def _resolve_annotation(fn: Callable[..., Any], ann: object,
+                        type_vars: Mapping[str, object] | None = None) -> object:
     # Under `from __future__ import annotations` every annotation is a string.
     if not isinstance(ann, str):
         return ann
@@ -82,6 +129,8 @@ def _resolve_annotation(fn: Callable[..., Any], ann: object) -> object:
             scope[name] = cell.cell_contents
         except ValueError:
             pass
+    # Comptime dtype parameters shadow globals in annotations, as they do in the body.
+    scope.update(type_vars or {})
     value: object = ann
     # A quoted annotation under the future import is a string of a string.
     for _ in range(3):
@@ -95,7 +144,9 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
     """Read ``fn``'s parameters as a kernel signature; raise KernelSyntaxError if invalid.
 
     Positional parameters are runtime ones (``Array[T]`` or a scalar type, no
-    default); keyword-only ones are ``Comptime[...]`` (a default is allowed).
+    default); keyword-only ones are ``Comptime[...]`` (a default is allowed). A runtime
+    parameter's string annotation may name a ``Comptime[dtype]`` parameter
+    (``a: "Array[T]"``, ``x: "T"``): see :attr:`KernelSignature.generic`.
     """
     file, first = code_location(fn)
     if source is None:
@@ -127,6 +178,21 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
     params: list[ir.Param] = []
     comptime: dict[str, type] = {}
     defaults: dict[str, ComptimeValue] = {}
+    generic: dict[str, str] = {}
+    # Comptime dtypes first: runtime annotations may name them.
+    type_vars: dict[str, object] = {}
+    type_defaults: dict[str, str] = {}
+    for p in sig.parameters.values():
+        if p.kind is p.KEYWORD_ONLY and p.annotation is not p.empty:
+            try:
+                ann = _resolve_annotation(fn, p.annotation)
+            except Exception:  # reported with its line in the main loop below
+                continue
+            if isinstance(ann, ComptimeType) and ann.kind is dtype:
+                type_vars[p.name] = TypeRef(p.name)
+                d = _coerce_dtype(p.default) if p.default is not p.empty else None
+                if d is not None:
+                    type_defaults[p.name] = d
     for p in sig.parameters.values():
         if p.kind is p.VAR_POSITIONAL:
             raise fail(f"`*{p.name}` is not supported: a kernel takes a fixed list of "
@@ -139,13 +205,15 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
                        "scalar type such as f32, or Comptime[int] for a keyword-only "
                        "compile-time value", p.name)
         try:
-            ann = _resolve_annotation(fn, p.annotation)
+            ann = _resolve_annotation(fn, p.annotation,
+                                      type_vars if p.kind is not p.KEYWORD_ONLY else None)
         except Exception as exc:
             raise fail(f"cannot evaluate the annotation of `{p.name}`: {exc}", p.name) from None
         if p.kind is p.KEYWORD_ONLY:
             if not isinstance(ann, ComptimeType):
                 raise fail(f"keyword-only parameter `{p.name}` must be Comptime[int], "
-                           f"Comptime[bool] or Comptime[float], not {ann!r}", p.name)
+                           f"Comptime[bool], Comptime[float] or Comptime[dtype], not {ann!r}",
+                           p.name)
             comptime[p.name] = ann.kind
             if p.default is not p.empty:
                 try:
@@ -158,7 +226,20 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
                        "`*` in the parameter list", p.name)
         if p.default is not p.empty:
             raise fail(f"runtime parameter `{p.name}` cannot have a default value", p.name)
-        if isinstance(ann, ArrayType):
+        var: str | None = None
+        if isinstance(ann, TypeRef):
+            var = ann.name
+        elif isinstance(ann, ArrayType) and ann.var is not None:
+            var = ann.var
+        if var is not None and var not in type_vars:
+            raise fail(f"the annotation of `{p.name}` names `{var}`, which is not a "
+                       f"keyword-only Comptime[dtype] parameter of `{name}`", p.name)
+        if var is not None:
+            generic[p.name] = var
+            params.append(ir.Param(p.name, ir.Elem(type_defaults.get(var, "f32")),
+                                   isinstance(ann, ArrayType)))
+        elif isinstance(ann, ArrayType):
+            assert ann.elem is not None
             params.append(ir.Param(p.name, ann.elem, True))
         elif isinstance(ann, ScalarType):
             params.append(ir.Param(p.name, ann.elem, False))
@@ -174,4 +255,4 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
         if ret is not None and ret is not type(None) and ret != "None":
             raise fail(f"a kernel returns nothing (write results to an array); its return "
                        f"annotation must be None, not {ret!r}")
-    return KernelSignature(name, tuple(params), comptime, defaults)
+    return KernelSignature(name, tuple(params), comptime, defaults, generic)

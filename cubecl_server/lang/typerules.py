@@ -159,11 +159,10 @@ def check_binary(op: ir.BinOp, kind: str, name: str) -> None:
         if op in _BITWISE:
             raise TypeRuleError(f"`{sym}` needs integer operands, got bool",
                                 "for bool values use `and`, `or`, `not`")
-        if op.is_comparison and op not in (ir.BinOp.EQ, ir.BinOp.NE):
-            raise TypeRuleError(f"`{sym}` cannot compare bool values")
+        if op in (ir.BinOp.EQ, ir.BinOp.NE):
+            return
         if op.is_comparison:
-            raise TypeRuleError(f"`{sym}` on bool values is not supported",
-                                "use `and`/`or`/`not`, e.g. `(a and b) or (not a and not b)`")
+            raise TypeRuleError(f"`{sym}` cannot compare bool values")
         raise TypeRuleError(f"`{sym}` needs numbers, got bool")
     if op is ir.BinOp.DIV and kind == "int":
         raise TypeRuleError(f"`/` is true division and needs floats, got {name}",

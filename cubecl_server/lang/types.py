@@ -8,14 +8,20 @@ computes anything in plain Python: calling one outside a kernel raises a
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .. import ir
 
 __all__ = [
     "KernelOnlyError", "ScalarType", "ArrayType", "ComptimeType", "Array", "Comptime",
-    "BuiltinVar", "Intrinsic", "MathIntrinsic", "SCALAR_TYPES",
+    "BuiltinVar", "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic",
+    "SCALAR_TYPES", "TypeRef", "dtype", "scalar_type", "CubeFn", "cube_fn",
+    "shared", "sync_cube", "atomic_add", "atomic_sub", "atomic_max", "atomic_min",
+    "atomic_exchange", "atomic_compare_exchange", "plane_sum", "plane_max",
+    "plane_broadcast",
     "f16", "f32", "f64", "i32", "i64", "u32", "u64", "bool_",
     "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z",
     "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z",
@@ -75,31 +81,74 @@ SCALAR_TYPES: dict[ir.Elem, ScalarType] = {
 """The scalar type object of each element type (for hints in error messages)."""
 
 
-@dataclass(frozen=True)
-class ArrayType:
-    """The annotation ``Array[T]``: a global buffer parameter holding ``T`` elements."""
+def scalar_type(elem: ir.Elem) -> ScalarType:
+    """The scalar type object of ``elem`` (``f32`` for ``Elem.F32``)."""
+    return SCALAR_TYPES[elem]
 
-    elem: ir.Elem
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A comptime dtype parameter named in an annotation before its value is known.
+
+    ``a: "Array[T]"`` with ``*, T: Comptime[dtype]`` resolves ``T`` to
+    ``TypeRef("T")`` while a kernel's signature is read; each launch replaces it with
+    the scalar type passed for ``T``.
+    """
+
+    name: str
 
     def __repr__(self) -> str:
-        return f"Array[{SCALAR_TYPES[self.elem].name}]"
+        return self.name
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """The annotation ``Array[T]``: a global buffer parameter holding ``T`` elements.
+
+    ``elem`` is None when ``T`` is a comptime dtype (``var`` names it).
+    """
+
+    elem: ir.Elem | None
+    var: str | None = None
+
+    def __repr__(self) -> str:
+        inner = self.var if self.elem is None else SCALAR_TYPES[self.elem].name
+        return f"Array[{inner}]"
 
 
 class Array:
-    """Annotation for a global array parameter: ``a: Array[f32]``."""
+    """Annotation for a global array parameter: ``a: Array[f32]``; ``Array["T"]`` (or
+    ``"Array[T]"``) has the element type of the comptime dtype parameter ``T``."""
 
     def __class_getitem__(cls, item: object) -> ArrayType:
+        # `Array["T"]` names a comptime dtype parameter T without a string annotation.
+        if isinstance(item, str) and item.isidentifier():
+            return ArrayType(None, item)
+        if isinstance(item, TypeRef):
+            return ArrayType(None, item.name)
         if not isinstance(item, ScalarType):
             raise TypeError(f"Array[...] takes a scalar type such as f32, not {item!r}")
         return ArrayType(item.elem)
 
 
-_COMPTIME_KINDS: tuple[type, ...] = (int, bool, float)
+class dtype:
+    """Marker for ``Comptime[dtype]``: a compile-time parameter whose value is a scalar
+    type (``f32``, ``i32``..., or the NumPy dtype of one).
+
+    Inside the kernel the parameter is that type: ``T(x)`` casts, ``shared(T, n)``
+    declares, and string annotations such as ``a: "Array[T]"`` use it.
+    """
+
+    def __init__(self) -> None:
+        _kernel_only("dtype")
+
+
+_COMPTIME_KINDS: tuple[type, ...] = (int, bool, float, dtype)
 
 
 @dataclass(frozen=True)
 class ComptimeType:
-    """The annotation ``Comptime[int|bool|float]``: a compile-time parameter."""
+    """The annotation ``Comptime[int|bool|float|dtype]``: a compile-time parameter."""
 
     kind: type
 
@@ -110,13 +159,13 @@ class ComptimeType:
 class Comptime:
     """Annotation for a keyword-only compile-time parameter: ``*, N: Comptime[int]``.
 
-    Its value is baked into the kernel as a constant, so each distinct value gives a
-    distinct kernel (and digest).
+    Its value is baked into the kernel as a constant (``Comptime[dtype]``: as a type),
+    so each distinct value gives a distinct kernel (and digest).
     """
 
     def __class_getitem__(cls, item: object) -> ComptimeType:
         if item not in _COMPTIME_KINDS:
-            raise TypeError(f"Comptime[...] takes int, bool or float, not {item!r}")
+            raise TypeError(f"Comptime[...] takes int, bool, float or dtype, not {item!r}")
         assert isinstance(item, type)
         return ComptimeType(item)
 
@@ -231,3 +280,97 @@ isinf = MathIntrinsic(ir.MathFn.ISINF, 1,
                       "Math function: whether x is infinite (floats -> bool).")
 select = Intrinsic("select", "Kernel function: select(cond, a, b) is a where cond holds, "
                    "else b; both sides are evaluated.")
+
+
+# ---------------------------------------------------------------- memory, sync, atomics
+
+
+shared = Intrinsic("shared", "Kernel function: ``tile = shared(T, size)`` declares "
+                   "``size`` elements of ``T`` shared by the units of one cube (cube-local "
+                   "memory, uninitialised). ``size`` is a positive compile-time constant; "
+                   "the declaration must be the whole right-hand side of an assignment.")
+sync_cube = Intrinsic("sync_cube", "Kernel function: a barrier. Every unit of the cube waits "
+                      "until all have reached it; shared-memory writes before it are then "
+                      "visible to all. Must be reached by all units of a cube (not under a "
+                      "condition that depends on the unit).")
+
+
+class AtomicIntrinsic(Intrinsic):
+    """An atomic read-modify-write of one array element, lowered to ``ir.AtomicStmt``.
+
+    Each returns the element's old value.
+    """
+
+    def __init__(self, op: ir.AtomicOp, doc: str) -> None:
+        super().__init__(f"atomic_{op.value}", doc)
+        self.op = op
+
+
+atomic_add = AtomicIntrinsic(ir.AtomicOp.ADD, "Atomic: ``old = atomic_add(a, i, v)`` adds "
+                             "``v`` to ``a[i]`` (i32/u32/i64/u64, or f32) and returns the old "
+                             "value.")
+atomic_sub = AtomicIntrinsic(ir.AtomicOp.SUB, "Atomic: ``atomic_sub(a, i, v)`` subtracts "
+                             "``v`` from ``a[i]`` (integers); returns the old value.")
+atomic_max = AtomicIntrinsic(ir.AtomicOp.MAX, "Atomic: ``atomic_max(a, i, v)`` stores the "
+                             "larger of ``a[i]`` and ``v`` (integers); returns the old value.")
+atomic_min = AtomicIntrinsic(ir.AtomicOp.MIN, "Atomic: ``atomic_min(a, i, v)`` stores the "
+                             "smaller of ``a[i]`` and ``v`` (integers); returns the old value.")
+atomic_exchange = AtomicIntrinsic(ir.AtomicOp.EXCHANGE, "Atomic: ``atomic_exchange(a, i, v)`` "
+                                  "stores ``v`` (integers); returns the old value.")
+atomic_compare_exchange = AtomicIntrinsic(
+    ir.AtomicOp.COMPARE_EXCHANGE, "Atomic: ``atomic_compare_exchange(a, i, expected, new)`` "
+    "stores ``new`` where ``a[i] == expected`` (integers); returns the old value either way.")
+
+
+# ---------------------------------------------------------------- planes
+
+
+class PlaneIntrinsic(Intrinsic):
+    """An operation across the units of a plane (subgroup), lowered to ``ir.PlaneOp``."""
+
+    def __init__(self, fn: ir.PlaneFn, arity: int, doc: str) -> None:
+        super().__init__(f"plane_{fn.value}", doc)
+        self.fn = fn
+        self.arity = arity
+
+
+plane_sum = PlaneIntrinsic(ir.PlaneFn.SUM, 1, "Plane op: the sum of ``x`` over the active "
+                           "units of this unit's plane (numbers).")
+plane_max = PlaneIntrinsic(ir.PlaneFn.MAX, 1, "Plane op: the largest ``x`` over the active "
+                           "units of this unit's plane (numbers).")
+plane_broadcast = PlaneIntrinsic(ir.PlaneFn.BROADCAST, 2, "Plane op: "
+                                 "``plane_broadcast(x, lane)`` is ``x`` as unit ``lane`` of "
+                                 "this plane holds it (``lane`` uniform in the plane).")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+class CubeFn:
+    """A device function (made by :func:`cube_fn`), inlined where a kernel calls it.
+
+    Calling it from ordinary Python raises :class:`KernelOnlyError`.
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        _kernel_only(self.name)
+
+    def __repr__(self) -> str:
+        return f"<cube_fn {self.name}>"
+
+
+def cube_fn(fn: Callable[..., Any]) -> CubeFn:
+    """Decorator: make ``fn`` a helper that kernels (and other helpers) can call.
+
+    Its body follows the kernel language; a call inlines it: array and shared-array
+    arguments are passed by reference, scalars by value, constants (and types) as
+    compile-time values, and ``return expr`` gives the call's value.
+    """
+    if isinstance(fn, CubeFn):
+        return fn
+    return CubeFn(fn)

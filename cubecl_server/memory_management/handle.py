@@ -21,10 +21,10 @@ import numpy as np
 
 from cubecl_server.ir import Elem
 from cubecl_server.memory_management.pool import MemoryManagement, Slice
+from cubecl_server.server import Binding
 
 if TYPE_CHECKING:
     from cubecl_server.memory_management.taint import Taint
-    from cubecl_server.server import Binding
 
 __all__ = ["Handle"]
 
@@ -74,7 +74,10 @@ class Handle:
         return not self._finalizer.alive
 
     def free(self) -> None:
-        """Give the slice back to the pool now. Calling it again does nothing."""
+        """Give the slice back to the pool now, and its taint with it (a failure
+        nobody read is then reported by the next ``sync``). Calling it again does
+        nothing."""
+        self.taint = None
         if self._finalizer.detach() is not None:
             self.memory.release(self.slice)
 
@@ -84,10 +87,6 @@ class Handle:
             return self._binding
         if self.freed:
             raise ValueError(f"{self!r} was freed")
-        # imported here: server pulls in the kernel language, which memory
-        # management does not need and must not depend on at import time
-        from cubecl_server.server import Binding
-
         self._binding = Binding(self.memory.resource(self.slice), self.slice.offset,
                                 self.nbytes, self.elem, self.shape)
         return self._binding

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROJECT", "hookspec", "hookimpl",
+    "cubecl_server_compile_only_server",
     "cubecl_server_register_backends", "cubecl_server_compiler",
     "cubecl_server_artifact_compiler", "cubecl_server_compilation_target",
     "cubecl_server_compilation_record", "cubecl_server_compilation_batch_record",
@@ -85,6 +86,19 @@ def cubecl_server_compilation_target(
     that ArtifactCompiler's variant and ``store_names`` the backend descriptor's,
     which together name the store the target should open. Return None when the
     backend is not yours.
+    """
+
+
+@hookspec(firstresult=True)
+def cubecl_server_compile_only_server(backend: str) -> ComputeServer | None:
+    """A server for ``backend`` that compiles without a device, or None.
+
+    Called by ``create_client(backend, compile_only=True)`` - what the conformance
+    suite does when the backend's runtime has no device here (CUDA on a machine
+    without a GPU). The server declares ``Capabilities(device_present=False)``;
+    memory and launches may refuse with ``BackendUnavailable``, and everything up to
+    finalize (the store included) runs as on a real device of the server's
+    variant. Return None when the backend is not yours or has no such mode.
     """
 
 

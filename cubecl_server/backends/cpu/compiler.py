@@ -27,10 +27,11 @@ divergent through masks (see :mod:`support` for values and masks):
   a jump in the same block are unreachable and not emitted; after a compound
   statement that may jump, the block's mask is narrowed and the rest of the block
   runs only if a lane is left.
-- ``for`` follows Python's ``range``: bounds evaluated once, the variable takes
-  each value in turn (and keeps the last one after the loop; unchanged when a lane
-  runs no iteration); assigning the variable in the body does not change the trip
-  count. A negative step loops while the counter is above the stop.
+- ``for`` follows Python's ``range``: the bounds are evaluated once and turned
+  into a per-lane trip count (so a counter near its type's limit never wraps into
+  extra iterations); the variable takes each value in turn and keeps the last one
+  after the loop (unchanged in a lane that runs no iteration); assigning the
+  variable in the body does not change the trip count.
 - Locals start as zeros of their type: reading a local before a path assigns it
   reads 0. Assignments in the kernel's top-level block are not masked: the only
   lanes inactive there have returned, and nothing they hold is observable again.
@@ -173,6 +174,8 @@ class _Emitter:
         self.shared: dict[str, tuple[str, ir.SharedArray]] = {}
         # Locals assigned once, at the top level, to the lane's position (maybe cast).
         self.pos_aliases: dict[str, ir.Expr] = {}
+        # Locals assigned once, at the top level, a value the same in every lane.
+        self.uniform_locals: set[str] = set()
         self.hoisted: dict[tuple[str, str, int], str] = {}
         for p in kernel.params:
             table = self.arrays if p.array else self.scalars
@@ -225,8 +228,9 @@ class _Emitter:
     def module(self) -> str:
         """The whole generated module's source."""
         k = self.k
+        title = re.sub(r"[^\w.<>-]", "_", k.name)  # safe inside the docstrings
         head = [
-            f'"""Kernel {k.name!r} lowered by the cubecl-server cpu backend '
+            f'"""Kernel {title} lowered by the cubecl-server cpu backend '
             f'({self.mode.value}, cube dim {self.dim})."""',
             "import numpy as np",
             "",
@@ -234,10 +238,12 @@ class _Emitter:
             "",
             "",
             "def run(arrays, shapes, strides, scalars, count, dim):",
-            f'    """Run {k.name!r} over a launch of ``count`` cubes of ``dim`` units."""',
+            f'    """Run {title} over a launch of ``count`` cubes of ``dim`` units."""',
         ]
         self.depth = 1
         self._line(f"_s.check_dim(dim, {self.dim})")
+        self._line('with np.errstate(all="ignore"):')
+        self.depth = 2
         for py, p, i in self.arrays.values():
             self._line(f"{py} = arrays[{i}]", f"{p.name}: Array[{p.elem.value}]")
         for py, p, i in self.scalars.values():
@@ -253,7 +259,7 @@ class _Emitter:
         self._block(k.body, "alive")
         body = self.lines[body_start:]
         del self.lines[body_start:]
-        self.depth = 1
+        self.depth = 2
         for (kind, name, axis), py in self.hoisted.items():
             arr = self.arrays[name][0]
             if kind == "len":
@@ -261,8 +267,7 @@ class _Emitter:
             else:
                 self._line(f"{py} = _s.extent({kind}s[{self.arrays[name][2]}], {axis})",
                            f"{name}.{kind}[{axis}]")
-        self._line('with np.errstate(all="ignore"):')
-        self._line("    for g in _s.chunks(count, dim):", "a chunk of whole cubes")
+        self._line("for g in _s.chunks(count, dim):", "a chunk of whole cubes")
         return "\n".join([*head, *self.lines, *body]) + "\n"
 
     # ------------------------------------------------------------ statements
@@ -333,11 +338,11 @@ class _Emitter:
             self._fail(f"{what} outside a loop")
         return self.loops[-1]
 
-    def _assign(self, name: str, value: ir.Expr, mask: str, text: str | None = None) -> None:
+    def _assign(self, name: str, value: ir.Expr, mask: str) -> None:
         py, loc = self._local(name)
         if value.type is not loc.elem:
             self._fail(f"{name!r} is {loc.elem.value}, assigned a {value.type.value}")
-        text = text or f"{name} = {ir.format_expr(value)}"
+        text = f"{name} = {ir.format_expr(value)}"
         if (mask == "alive" and self.assign_counts.get(name) == 1
                 and self._is_pos(value)):
             # The lane's position itself: reads of it below use the slice fast paths.
@@ -346,6 +351,8 @@ class _Emitter:
             return
         v = self._expr(value, mask, consumed=False)
         if mask == "alive":
+            if self.assign_counts.get(name) == 1 and self._is_uniform(value):
+                self.uniform_locals.add(name)
             self._line(f"{py} = {v}", text)
         else:
             self._line(f"{py} = _s.merge({mask}, {v}, {py})", text)
@@ -422,16 +429,16 @@ class _Emitter:
         if not loc.elem.is_int:
             self._fail(f"for {s.var}: the loop variable must be an integer")
         loop = _Loop(self._temp("w"), self._temp("b"))
-        k, stop = self._temp("k"), self._temp("e")
+        k, trips, it = self._temp("k"), self._temp("n"), self._temp("j")
         header = (f"for {s.var} in range({ir.format_expr(s.start)}, "
                   f"{ir.format_expr(s.stop)}, {step}):" + (" (unroll)" if s.unroll else ""))
         self._line(f"{k} = {self._expr(s.start, mask, consumed=False)}", header)
-        self._line(f"{stop} = {self._expr(s.stop, mask, consumed=False)}")
+        self._line(f"{trips} = _s.trip_count({k}, {self._expr(s.stop, mask)}, {step})")
         self._line(f"{loop.looping} = {mask}")
+        self._line(f"{it} = 0", "iterations done: the same in every lane")
         self._line("while True:")
         self.depth += 1
-        self._line(f"{loop.looping} = _s.and_({loop.looping}, "
-                   f"{k} {'<' if step > 0 else '>'} {stop})")
+        self._line(f"{loop.looping} = _s.and_({loop.looping}, {trips} > {it})")
         self._line(f"if {loop.looping} is False:")
         self._line("    break")
         self._line(f"{py} = _s.merge({loop.looping}, {k}, {py})")
@@ -440,6 +447,7 @@ class _Emitter:
             self._line(f"{k} = {k} - {_const(-step, loc.elem)}")
         else:
             self._line(f"{k} = {k} + {_const(step, loc.elem)}")
+        self._line(f"{it} += 1")
         self.depth -= 1
 
     def _atomic(self, s: ir.AtomicStmt, mask: str) -> None:
@@ -468,7 +476,7 @@ class _Emitter:
         args += [ir.format_expr(s.compare)] if s.compare is not None else []
         text = f"atomic_{s.op.value}({', '.join([*args, ir.format_expr(s.value)])})"
         if s.result is None:
-            self._line(call, text)
+            self._line(call[:-1] + ", old=False)", text)
             return
         py, loc = self._local(s.result)
         self._check_elem(loc.elem, elem, s.result)
@@ -511,7 +519,7 @@ class _Emitter:
             case ir.Const() | ir.Len() | ir.Shape() | ir.Stride():
                 return True
             case ir.Var(name=n):
-                return n in self.scalars and n not in self.locals
+                return n in self.uniform_locals if n in self.locals else n in self.scalars
             case ir.Builtin(name=n):
                 return n in _UNIFORM_BUILTINS
             case ir.Binary(lhs=a, rhs=b):
@@ -573,10 +581,10 @@ class _Emitter:
                 return self._load(e, mask, consumed)
             case ir.Len(array=a):
                 return self._hoist("len", a, 0)
-            case ir.Shape(array=a, dim=d):
-                return self._hoist("shape", a, d)
-            case ir.Stride(array=a, dim=d):
-                return self._hoist("stride", a, d)
+            case ir.Shape(array=a, dim=d) | ir.Stride(array=a, dim=d):
+                if d < 0:
+                    self._fail(f"{type(e).__name__.lower()} of {a!r} along axis {d}")
+                return self._hoist(type(e).__name__.lower(), a, d)
             case ir.PlaneOp():
                 return self._plane(e, mask)
         self._fail(f"unsupported expression {type(e).__name__}")
@@ -632,7 +640,10 @@ class _Emitter:
         if op in (ir.BinOp.SHL, ir.BinOp.SHR):
             if not t.is_int:
                 self._fail(f"shift of {t.value}")
-            amount = f"({b} & {_const(t.bits - 1, t)})"
+            if isinstance(e.rhs, ir.Const):
+                amount = _const(int(e.rhs.value) & (t.bits - 1), t)
+            else:
+                amount = f"({b} & {_const(t.bits - 1, t)})"
             return f"({a} {'<<' if op is ir.BinOp.SHL else '>>'} {amount})"
         self._fail(f"unsupported binary operator {op.value}")
 

@@ -28,7 +28,7 @@ from numpy.polynomial import chebyshev as _cheb
 
 __all__ = [
     "MAX_LANES", "Grid", "chunks", "check_dim", "extent",
-    "and_", "andnot", "merge", "select", "idiv", "erf",
+    "and_", "andnot", "merge", "select", "idiv", "trip_count", "erf",
     "load", "load_unchecked", "view_pos", "load_pos", "store", "store_unchecked",
     "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
     "plane_sum", "plane_max", "plane_broadcast",
@@ -279,6 +279,18 @@ def idiv(a: Value, b: Value) -> Value:
     return (a - np.fmod(a, b)) // b
 
 
+def trip_count(start: Value, stop: Value, step: int) -> Value:
+    """How many values ``range(start, stop, step)`` has, per lane (``u64``)."""
+    lo, hi = (np.asarray(start), np.asarray(stop)) if step > 0 else (
+        np.asarray(stop), np.asarray(start))
+    stride = abs(step)
+    # Modulo 2**64 the difference is exact whenever hi > lo, for every integer type.
+    diff = hi.astype(np.uint64) - lo.astype(np.uint64)
+    n = diff // np.uint64(stride) + (diff % np.uint64(stride) != 0)
+    r = np.where(hi > lo, n, np.uint64(0))
+    return r if r.ndim else r[()]
+
+
 # ---------------------------------------------------------------- erf
 
 
@@ -339,37 +351,56 @@ def _in_range(idx: np.ndarray, n: int) -> np.ndarray:
     return ok
 
 
-def _valid(idx: Value, n: int, m: Mask) -> Mask:
-    """The active lanes whose index lies in ``[0, n)``."""
-    if not _is_lanes(idx):
-        return m if 0 <= int(idx) < n else False
-    return and_(m, _in_range(idx, n))
-
-
 def _as_index(idx: np.ndarray) -> np.ndarray:
     # u64 indices do not cast safely to intp for take(); lanes out of range were
-    # already masked off (checked) or are undefined behaviour (unchecked).
+    # already left out (checked) or are undefined behaviour (unchecked).
     return idx.astype(np.intp) if idx.dtype == np.uint64 else idx
 
 
-def _gather(src: np.ndarray, flat: np.ndarray, valid: Mask) -> np.ndarray:
-    if valid is True:
-        return src.take(_as_index(flat))
-    if valid is False:
-        return np.zeros(flat.shape[0], src.dtype)
-    safe = np.where(valid, _as_index(flat), 0)
-    return np.where(valid, src.take(safe), _zero(src))
+_EMPTY = np.zeros(0, np.intp)
+_EMPTY.flags.writeable = False
 
 
-def _scatter(dst: np.ndarray, flat: np.ndarray, val: Value, valid: Mask) -> None:
+def _access(idx: Value, m: Mask, bound: int | None) -> tuple[np.ndarray | None, Value]:
+    """The lanes that touch memory, and their indices.
+
+    The lanes are None for all of them, else an array of lane numbers: the active
+    lanes and, given a ``bound`` (checked mode), only those whose index is in
+    ``[0, bound)``. Selecting them first keeps the work proportional to the lanes
+    that access memory (a tree reduction halves them at every step).
+    """
+    if m is False:
+        return _EMPTY, idx
+    sel = None if m is True else np.flatnonzero(m)
+    if sel is not None and _is_lanes(idx):
+        idx = idx[sel]
+    if bound is not None:
+        if not _is_lanes(idx):
+            if not 0 <= int(idx) < bound:
+                return _EMPTY, idx
+        else:
+            ok = _in_range(idx, bound)
+            if not ok.all():
+                keep = np.flatnonzero(ok)
+                sel = keep if sel is None else sel[keep]
+                idx = idx[keep]
+    return sel, _as_index(idx) if _is_lanes(idx) else int(idx)
+
+
+def _read(src: np.ndarray, flat: Value, sel: np.ndarray | None, n: int) -> np.ndarray:
+    """``src[flat]`` for lanes ``sel`` (None: all ``n``); 0 in the other lanes."""
+    vals = src.take(flat) if _is_lanes(flat) else src[flat]
+    if sel is None:
+        return vals
+    out = np.zeros(n, src.dtype)
+    out[sel] = vals
+    return out
+
+
+def _write(dst: np.ndarray, flat: Value, val: Value, sel: np.ndarray | None) -> None:
     # NumPy assigns repeated indices in order, so among lanes storing to one address
     # the last lane (in lane order) wins.
-    if valid is False:
-        return
-    if valid is True:
-        dst[_as_index(flat)] = val
-    else:
-        dst[_as_index(flat[valid])] = val[valid] if _is_lanes(val) else val
+    dst[flat] = val[sel] if sel is not None and _is_lanes(val) else val
 
 
 def _last(val: Value, m: Mask) -> Value:
@@ -386,14 +417,16 @@ def load(arr: np.ndarray, idx: Value, m: Mask) -> Value:
     if not _is_lanes(idx):
         i = int(idx)
         return arr[i] if 0 <= i < arr.shape[0] else _zero(arr)
-    return _gather(arr, idx, _valid(idx, arr.shape[0], m))
+    sel, i = _access(idx, m, arr.shape[0])
+    return _read(arr, i, sel, idx.shape[0])
 
 
 def load_unchecked(arr: np.ndarray, idx: Value, m: Mask) -> Value:
     """Unchecked ``arr[idx]``: only inactive lanes are kept from reading."""
     if not _is_lanes(idx):
         return arr[int(idx)]
-    return _gather(arr, idx, m)
+    sel, i = _access(idx, m, None)
+    return _read(arr, i, sel, idx.shape[0])
 
 
 def view_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
@@ -424,7 +457,8 @@ def store(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
         if 0 <= i < arr.shape[0]:
             arr[i] = _last(val, m)
         return
-    _scatter(arr, idx, val, _valid(idx, arr.shape[0], m))
+    sel, i = _access(idx, m, arr.shape[0])
+    _write(arr, i, val, sel)
 
 
 def store_unchecked(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
@@ -432,7 +466,8 @@ def store_unchecked(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
     if not _is_lanes(idx):
         arr[int(idx)] = _last(val, m)
         return
-    _scatter(arr, idx, val, m)
+    sel, i = _access(idx, m, None)
+    _write(arr, i, val, sel)
 
 
 def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
@@ -451,26 +486,25 @@ def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
         np.copyto(dst, v, where=m[:k])
 
 
-def _shared_flat(g: Grid, size: int, idx: Value, m: Mask, checked: bool
-                 ) -> tuple[np.ndarray, Mask]:
-    valid = _valid(idx, size, m) if checked else m
-    if _is_lanes(idx):
-        idx = _as_index(idx).astype(np.intp, copy=False)
-    return g.shared_base(size) + idx, valid
+def _shared_access(g: Grid, size: int, idx: Value, m: Mask, checked: bool
+                   ) -> tuple[np.ndarray | None, np.ndarray]:
+    sel, i = _access(idx, m, size if checked else None)
+    base = g.shared_base(size)
+    return sel, (base if sel is None else base[sel]) + i
 
 
 def load_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, m: Mask,
                 checked: bool) -> np.ndarray:
     """``shared[idx]`` in each lane's own cube; checked: outside ``[0, size)`` reads 0."""
-    flat, valid = _shared_flat(g, size, idx, m, checked)
-    return _gather(sh, flat, valid)
+    sel, flat = _shared_access(g, size, idx, m, checked)
+    return _read(sh, flat, sel, g.n)
 
 
 def store_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, val: Value, m: Mask,
                  checked: bool) -> None:
     """``shared[idx] = val`` in each lane's own cube; checked: outside is dropped."""
-    flat, valid = _shared_flat(g, size, idx, m, checked)
-    _scatter(sh, flat, val, valid)
+    sel, flat = _shared_access(g, size, idx, m, checked)
+    _write(sh, flat, val, sel)
 
 
 # ---------------------------------------------------------------- atomics
@@ -512,18 +546,26 @@ def _fold(f: np.ufunc, mem0: np.ndarray, v: np.ndarray, starts: np.ndarray,
     return old, acc
 
 
-_FOLDS = {"add": np.add, "sub": np.subtract, "max": np.fmax, "min": np.fmin}
+_AT = {"add": np.add, "sub": np.subtract, "max": np.fmax, "min": np.fmin}
 
 
-def _atomic(op: str, mem: np.ndarray, flat: np.ndarray, val: Value, cmp: Value,
-            valid: Mask, n: int) -> np.ndarray:
-    """Apply an atomic to ``mem`` as if the valid lanes ran one after another in lane
-    order; returns each lane's old value (0 where it did not run)."""
+def _atomic(op: str, mem: np.ndarray, sel: np.ndarray | None, flat: Value, val: Value,
+            cmp: Value, n: int, want_old: bool) -> np.ndarray | None:
+    """Apply an atomic to ``mem`` at ``flat`` for lanes ``sel`` (None: all ``n``) as if
+    they ran one after another in lane order; each lane's old value (0 if it did not),
+    or None when not ``want_old``."""
+    lanes = _iota(n) if sel is None else sel
+    if lanes.shape[0] == 0:
+        return np.zeros(n, mem.dtype) if want_old else None
+    addr = np.broadcast_to(np.asarray(flat, np.intp), lanes.shape)
+    if not want_old and op != "compare_exchange":
+        v = _lanes_of(val, lanes, mem.dtype)
+        if op == "exchange":
+            mem[addr] = v  # the last lane wins, as in _write
+        else:
+            _AT[op].at(mem, addr, v)  # unbuffered, in lane order
+        return None
     old = np.zeros(n, mem.dtype)
-    if valid is False:
-        return old
-    lanes = _iota(n) if valid is True else np.flatnonzero(valid)
-    addr = _as_index(flat[lanes]).astype(np.intp, copy=False)
     order = np.argsort(addr, kind="stable")  # stable: lane order within one address
     lanes, addr = lanes[order], addr[order]
     v = _lanes_of(val, lanes, mem.dtype)
@@ -541,8 +583,8 @@ def _atomic(op: str, mem: np.ndarray, flat: np.ndarray, val: Value, cmp: Value,
         seg = np.repeat(np.arange(starts.shape[0]), lengths)
         olds = mem0[seg] + (excl - excl[starts][seg])
         final = olds[starts + lengths - 1] + w[starts + lengths - 1]
-    elif op in _FOLDS:
-        olds, final = _fold(_FOLDS[op], mem0, v, starts, lengths)
+    elif op in _AT:
+        olds, final = _fold(_AT[op], mem0, v, starts, lengths)
     elif op == "exchange":
         olds = np.empty_like(v)
         olds[1:] = v[:-1]
@@ -563,18 +605,24 @@ def _atomic(op: str, mem: np.ndarray, flat: np.ndarray, val: Value, cmp: Value,
 
 
 def atomic(op: str, arr: np.ndarray, g: Grid, idx: Value, val: Value, cmp: Value,
-           m: Mask, checked: bool) -> np.ndarray:
-    """An atomic on a global array; checked: lanes outside the array do nothing, old 0."""
-    valid = _valid(idx, arr.shape[0], m) if checked else m
-    flat = idx if _is_lanes(idx) else np.full(g.n, int(idx), np.intp)
-    return _atomic(op, arr, flat, val, cmp, valid, g.n)
+           m: Mask, checked: bool, old: bool = True) -> np.ndarray | None:
+    """An atomic on a global array, returning the old values (when ``old``).
+
+    Lanes act one after another in lane order: ``add``/``sub`` (integers: one
+    segmented scan; floats: an exact sequential fold), ``max``/``min`` and
+    ``exchange`` are vectorised; ``compare_exchange`` takes one NumPy step per
+    lane that collides on its address, so it is slow when many lanes collide.
+    Checked: lanes outside the array do nothing and read 0 as their old value.
+    """
+    sel, i = _access(idx, m, arr.shape[0] if checked else None)
+    return _atomic(op, arr, sel, i, val, cmp, g.n, old)
 
 
 def atomic_shared(op: str, sh: np.ndarray, size: int, g: Grid, idx: Value, val: Value,
-                  cmp: Value, m: Mask, checked: bool) -> np.ndarray:
-    """An atomic on a shared array, in each lane's own cube."""
-    flat, valid = _shared_flat(g, size, idx, m, checked)
-    return _atomic(op, sh, flat, val, cmp, valid, g.n)
+                  cmp: Value, m: Mask, checked: bool, old: bool = True) -> np.ndarray | None:
+    """An atomic on a shared array, in each lane's own cube (as :func:`atomic`)."""
+    sel, flat = _shared_access(g, size, idx, m, checked)
+    return _atomic(op, sh, sel, flat, val, cmp, g.n, old)
 
 
 # ---------------------------------------------------------------- planes
@@ -614,5 +662,9 @@ def plane_broadcast(g: Grid, v: Value, lane: Value, size: int) -> Value:
         return v
     starts, plane, length = g.planes(size)
     k = np.asarray(lane).astype(np.int64)
-    valid = and_(True, (k >= 0) & (k < length))
-    return _gather(v, starts.take(plane) + k, valid)
+    src = starts.take(plane) + k
+    ok = (k >= 0) & (k < length)
+    if ok.all():
+        return v.take(src)
+    sel = np.flatnonzero(ok)
+    return _read(v, src[sel], sel, g.n)

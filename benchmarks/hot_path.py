@@ -1,0 +1,138 @@
+"""Group 1, the hot path: a loaded kernel looked up and launched again.
+
+``KernelLoader.get`` of a loaded kernel against a plain dict lookup with the same
+key, and a full ``kernel.launch`` of a tiny kernel against the backend's raw call:
+the NumPy expression (cpu), a PyOpenCL kernel call (opencl), otherwise the
+backend's own ``server.launch`` of the pre-loaded kernel as the floor.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from benchmarks.figures import Figure, Target, fmt_ratio, fmt_summary, fmt_time
+from benchmarks.harness import Backend, Context
+from benchmarks.kernels import saxpy
+from benchmarks.opencl_raw import LOCAL_SIZE, RawSaxpy, pyopencl_available
+from cubecl_server.benchmark import compare, ratio
+from cubecl_server.client import ComputeClient
+from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.runtime import create_client
+from cubecl_server.server import Binding
+
+__all__ = ["TINY_N", "run"]
+
+TINY_N = 1024
+"""Elements of the tiny saxpy: four cubes of 256, so launch overhead dominates."""
+
+LOADER_TARGET_S = 1e-6
+LAUNCH_TARGET = 1.3
+
+
+def run(ctx: Context) -> list[Figure]:
+    """Both hot-path figures for every backend with a device."""
+    def figures_of(b: Backend) -> list[Figure]:
+        c = create_client(b.name)
+        return [_loader_hit(ctx, b, c), _launch(ctx, b, c)]
+    return ctx.each_backend(1, figures_of)
+
+
+def _loader_hit(ctx: Context, b: Backend, c: ComputeClient) -> Figure:
+    dim = CubeDim(256)
+    c.prepare(saxpy, dim)
+    aid = c.artifact_id(saxpy, dim, {})
+    plain = {aid: c.loader.get(aid)}
+    number = ctx.repeat(10_000, 50_000)
+    t = compare({"KernelLoader.get": functools.partial(c.loader.get, aid),
+                 "dict lookup": functools.partial(plain.__getitem__, aid)},
+                repeat=ctx.repeat(15, 25), number=number)
+    loader, lookup = t["KernelLoader.get"], t["dict lookup"]
+    r = ratio(loader, lookup)
+    return Figure(
+        1, "Loader hit", b.name,
+        measured=f"ns per call of `KernelLoader.get(id)` for a loaded saxpy, {number:,} calls "
+                 "per sample through `functools.partial`, interleaved with a plain dict "
+                 "`__getitem__` keyed by the same ArtifactId (its hash is cached)",
+        not_measured="building the ArtifactId (a launch finds it in the client's plan "
+                     "cache); the lookup loop's own overhead is in both columns",
+        columns=["what", "per call: median [IQR]", "ratio to dict"],
+        rows=[["KernelLoader.get", fmt_summary(loader), fmt_ratio(r)],
+              ["dict lookup", fmt_summary(lookup), "1.00x"]],
+        targets=[Target("loader hit < 1 us", fmt_time(loader.median),
+                        loader.median < LOADER_TARGET_S)])
+
+
+def _raw_floor(b: Backend, x: np.ndarray, y: np.ndarray,
+               alpha: np.float32, bindings: list[Binding]
+               ) -> tuple[str, Callable[[], None], str] | None:
+    """The raw call to compare a launch with (its label, the call, a note), or None
+    when there is none for this backend."""
+    if b.name == "cpu":
+        xv, yv, ov = (bd.resource[bd.offset:bd.offset + bd.size].view(np.float32)
+                      for bd in bindings)
+
+        def numpy_expr() -> None:
+            ov[:] = alpha * xv + yv
+        return ("NumPy expression", numpy_expr,
+                "Raw: `out[:] = alpha * x + y` on views of the same buffers.")
+    if b.name == "opencl" and pyopencl_available() is None:
+        raw = RawSaxpy.build(x, y)
+        return ("PyOpenCL kernel call", functools.partial(raw.launch, alpha),
+                "Raw: a hand-written OpenCL C saxpy called with PyOpenCL and "
+                "`queue.finish()`, on its own context and buffers of the same size "
+                f"(work-group {LOCAL_SIZE}).")
+    return None
+
+
+def _launch(ctx: Context, b: Backend, c: ComputeClient) -> Figure:
+    n = TINY_N
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    alpha = np.float32(0.75)
+    hx, hy, ho = c.create(x), c.create(y), c.empty(n, np.float32)
+    count, dim = CubeCount(n // 256), CubeDim(256)
+    saxpy.launch(c, count, dim, hx, hy, ho, alpha)
+    c.sync()
+    if not np.allclose(c.read(ho), alpha * x + y, rtol=1e-5, atol=1e-5):
+        raise AssertionError(f"{b.name}: saxpy gave a wrong result")
+    loaded = c.loader.get(c.artifact_id(saxpy, dim, {}))
+    bindings = [hx.binding(), hy.binding(), ho.binding()]
+    server = c.server
+
+    def full() -> None:
+        saxpy.launch(c, count, dim, hx, hy, ho, alpha)
+        c.sync()
+
+    def server_launch() -> None:
+        server.launch(loaded, count, dim, bindings, [alpha])
+        server.sync()
+
+    fns: dict[str, Callable[[], None]] = {"kernel.launch": full,
+                                          "server.launch": server_launch}
+    raw = _raw_floor(b, x, y, alpha, bindings)
+    if raw is None:
+        floor_name = "server.launch"
+        raw_note = ("No raw dispatch is written for this backend: the floor is its own "
+                    "`server.launch` of the pre-loaded kernel, so the ratio is the "
+                    "client's overhead only.")
+    else:
+        floor_name, fns[floor_name], raw_note = raw
+    t = compare(fns, repeat=ctx.repeat(9, 15), number=ctx.repeat(200, 1000))
+    to_raw = ratio(t["kernel.launch"], t[floor_name])
+    rows = [[name, fmt_summary(tm), fmt_ratio(ratio(tm, t[floor_name]))]
+            for name, tm in t.items()]
+    return Figure(
+        1, "Launch of a tiny kernel", b.name,
+        measured=f"one saxpy of {n} floats ({n // 256} cubes of 256) per call, each followed "
+                 "by a sync (the raw call waits too): `kernel.launch` (argument checks, plan "
+                 "lookup, taint bookkeeping, loader hit, server launch) against "
+                 f"`server.launch` of the pre-loaded kernel and the raw call. {raw_note}",
+        not_measured="compiling (the kernel is loaded before timing); reading results back",
+        columns=["what", "per call: median [IQR]", f"ratio to {floor_name}"],
+        rows=rows,
+        targets=[Target(f"launch within {LAUNCH_TARGET}x of {floor_name}",
+                        f"{to_raw.median:.2f}x", to_raw.median <= LAUNCH_TARGET)])

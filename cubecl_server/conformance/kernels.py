@@ -1,0 +1,728 @@
+"""The kernels the conformance suite launches, importable by the fresh processes of
+its compile-path tests.
+
+This module deliberately does not use ``from __future__ import annotations``: the
+factories below build kernels whose annotations name a closure variable
+(``Array[T]``), which the kernel language reads from the evaluated annotation.
+Factories are cached so each (operation, type) is one kernel object per process.
+Names of the language that may not exist in an older core (``shared``, atomics,
+plane operations, ``cube_fn``) are reached through the module (``cl.shared``), so a
+missing one fails the tests that use it, not the import of the suite.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from cubecl_server import ir
+from cubecl_server import lang as cl
+from cubecl_server.id import KernelId
+from cubecl_server.kernel import CubeCount, CubeDim, KernelFunction, kernel
+from cubecl_server.lang import (
+    ABSOLUTE_POS,
+    ABSOLUTE_POS_X,
+    ABSOLUTE_POS_Y,
+    ABSOLUTE_POS_Z,
+    CUBE_COUNT,
+    CUBE_COUNT_X,
+    CUBE_COUNT_Y,
+    CUBE_COUNT_Z,
+    CUBE_DIM,
+    CUBE_DIM_X,
+    CUBE_DIM_Y,
+    CUBE_DIM_Z,
+    CUBE_POS,
+    CUBE_POS_X,
+    CUBE_POS_Y,
+    CUBE_POS_Z,
+    UNIT_POS,
+    UNIT_POS_X,
+    UNIT_POS_Y,
+    UNIT_POS_Z,
+    Array,
+    Comptime,
+    ScalarType,
+    bool_,
+    f32,
+    i32,
+    select,
+    u32,
+)
+from cubecl_server.lang.types import SCALAR_TYPES
+
+__all__ = [
+    "scale", "add_const", "binary", "compare", "logical", "unary", "math1", "math2",
+    "math3", "cast", "select_kernel", "ternary", "with_scalar", "builtins", "control_flow",
+    "saxpy", "transpose", "reduce_sum", "matmul", "histogram", "softmax", "scan",
+    "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
+    "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
+    "KERNEL_SET", "scalar",
+]
+
+
+def scalar(elem: ir.Elem) -> ScalarType:
+    """The kernel-language scalar type of an element type."""
+    return SCALAR_TYPES[elem]
+
+
+# ---------------------------------------------------------------- compile path
+
+
+@kernel
+def scale(a: Array[f32], out: Array[f32], k: f32) -> None:
+    """out = a * k."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = a[i] * k
+
+
+@kernel
+def add_const(a: Array[i32], out: Array[i32], *, C: Comptime[int]) -> None:
+    """out = a + C: every comptime value is a distinct kernel."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = a[i] + C
+
+
+# ---------------------------------------------------------------- IR operations
+# One factory per operator: the operator is part of the kernel's source text.
+
+
+def _elementwise2(op: str) -> Callable[[ScalarType], KernelFunction]:
+    builders: dict[str, Callable[[ScalarType], KernelFunction]] = {}
+
+    def add(T: ScalarType) -> KernelFunction:
+        def op_add(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] + b[i]
+        return kernel(op_add)
+
+    def sub(T: ScalarType) -> KernelFunction:
+        def op_sub(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] - b[i]
+        return kernel(op_sub)
+
+    def mul(T: ScalarType) -> KernelFunction:
+        def op_mul(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] * b[i]
+        return kernel(op_mul)
+
+    def div(T: ScalarType) -> KernelFunction:
+        def op_div(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] / b[i]
+        return kernel(op_div)
+
+    def idiv(T: ScalarType) -> KernelFunction:
+        def op_idiv(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] // b[i]
+        return kernel(op_idiv)
+
+    def rem(T: ScalarType) -> KernelFunction:
+        def op_rem(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] % b[i]
+        return kernel(op_rem)
+
+    def bitand(T: ScalarType) -> KernelFunction:
+        def op_bitand(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] & b[i]
+        return kernel(op_bitand)
+
+    def bitor(T: ScalarType) -> KernelFunction:
+        def op_bitor(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] | b[i]
+        return kernel(op_bitor)
+
+    def bitxor(T: ScalarType) -> KernelFunction:
+        def op_bitxor(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] ^ b[i]
+        return kernel(op_bitxor)
+
+    def shl(T: ScalarType) -> KernelFunction:
+        def op_shl(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] << b[i]
+        return kernel(op_shl)
+
+    def shr(T: ScalarType) -> KernelFunction:
+        def op_shr(a: Array[T], b: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] >> b[i]
+        return kernel(op_shr)
+
+    builders.update(add=add, sub=sub, mul=mul, div=div, idiv=idiv, rem=rem, bitand=bitand,
+                    bitor=bitor, bitxor=bitxor, shl=shl, shr=shr)
+    return builders[op]
+
+
+@cache
+def binary(op: str, elem: ir.Elem) -> KernelFunction:
+    """``out[i] = a[i] <op> b[i]`` for an arithmetic or bitwise operator on ``elem``."""
+    return _elementwise2(op)(scalar(elem))
+
+
+@cache
+def compare(op: str, elem: ir.Elem) -> KernelFunction:
+    """``out[i] = a[i] <op> b[i]`` for a comparison, the result a bool array."""
+    T = scalar(elem)
+
+    def op_eq(a: Array[T], b: Array[T], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] == b[i]
+
+    def op_ne(a: Array[T], b: Array[T], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] != b[i]
+
+    def op_lt(a: Array[T], b: Array[T], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] < b[i]
+
+    def op_le(a: Array[T], b: Array[T], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] <= b[i]
+
+    def op_gt(a: Array[T], b: Array[T], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] > b[i]
+
+    def op_ge(a: Array[T], b: Array[T], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] >= b[i]
+
+    fns = {"eq": op_eq, "ne": op_ne, "lt": op_lt, "le": op_le, "gt": op_gt, "ge": op_ge}
+    return kernel(fns[op])
+
+
+@cache
+def logical(op: str) -> KernelFunction:
+    """``and``/``or``/``not`` on bool arrays (``not`` ignores ``b``)."""
+    def op_and(a: Array[bool_], b: Array[bool_], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] and b[i]
+
+    def op_or(a: Array[bool_], b: Array[bool_], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] or b[i]
+
+    def op_not(a: Array[bool_], b: Array[bool_], out: Array[bool_]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = not a[i]
+
+    return kernel({"and": op_and, "or": op_or, "not": op_not}[op])
+
+
+@cache
+def unary(op: str, elem: ir.Elem) -> KernelFunction:
+    """``out[i] = -a[i]`` (``neg``) or ``~a[i]`` (``bitnot``)."""
+    T = scalar(elem)
+
+    def op_neg(a: Array[T], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = -a[i]
+
+    def op_bitnot(a: Array[T], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = ~a[i]
+
+    return kernel({"neg": op_neg, "bitnot": op_bitnot}[op])
+
+
+@cache
+def math1(fn: str, elem: ir.Elem) -> KernelFunction:
+    """``out[i] = fn(a[i])`` for a one-argument math function; isnan/isinf give bool."""
+    T = scalar(elem)
+    f = getattr(cl, fn)
+    if fn in ("isnan", "isinf"):
+        def math_pred(a: Array[T], out: Array[bool_]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = f(a[i])
+        return kernel(math_pred)
+
+    def math_fn(a: Array[T], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = f(a[i])
+    return kernel(math_fn)
+
+
+@cache
+def math2(fn: str, elem: ir.Elem) -> KernelFunction:
+    """``out[i] = fn(a[i], b[i])`` (pow, min, max)."""
+    T = scalar(elem)
+    f = getattr(cl, fn)
+
+    def math_fn2(a: Array[T], b: Array[T], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = f(a[i], b[i])
+    return kernel(math_fn2)
+
+
+@cache
+def math3(fn: str, elem: ir.Elem) -> KernelFunction:
+    """``out[i] = fn(a[i], b[i], c[i])`` (fma, clamp)."""
+    T = scalar(elem)
+    f = getattr(cl, fn)
+
+    def math_fn3(a: Array[T], b: Array[T], c: Array[T], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = f(a[i], b[i], c[i])
+    return kernel(math_fn3)
+
+
+@cache
+def cast(src: ir.Elem, dst: ir.Elem) -> KernelFunction:
+    """``out[i] = D(a[i])``: a conversion from ``src`` to ``dst``."""
+    S, D = scalar(src), scalar(dst)
+
+    def convert(a: Array[S], out: Array[D]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = D(a[i])
+    return kernel(convert)
+
+
+@cache
+def select_kernel(elem: ir.Elem, conditional: bool) -> KernelFunction:
+    """``select(c, a, b)`` or, with ``conditional``, ``a if c else b``."""
+    T = scalar(elem)
+
+    def sel(c: Array[bool_], a: Array[T], b: Array[T], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = select(c[i], a[i], b[i])
+
+    def sel_expr(c: Array[bool_], a: Array[T], b: Array[T], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] if c[i] else b[i]
+
+    return kernel(sel_expr if conditional else sel)
+
+
+ternary = select_kernel
+
+
+@cache
+def with_scalar(elem: ir.Elem) -> KernelFunction:
+    """``out[i] = a[i] * s`` with a scalar parameter of ``elem`` (bool: ``a[i] and s``)."""
+    T = scalar(elem)
+    if elem is ir.Elem.BOOL:
+        def scalar_and(a: Array[T], out: Array[T], s: T) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = a[i] and s
+        return kernel(scalar_and)
+
+    def scalar_mul(a: Array[T], out: Array[T], s: T) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = a[i] * s
+    return kernel(scalar_mul)
+
+
+@kernel
+def builtins(out: Array[u32]) -> None:
+    """Every unit writes the 20 launch builtins at ``20 * ABSOLUTE_POS``."""
+    base = ABSOLUTE_POS * 20
+    if base < len(out):
+        out[base + 0] = ABSOLUTE_POS
+        out[base + 1] = ABSOLUTE_POS_X
+        out[base + 2] = ABSOLUTE_POS_Y
+        out[base + 3] = ABSOLUTE_POS_Z
+        out[base + 4] = UNIT_POS
+        out[base + 5] = UNIT_POS_X
+        out[base + 6] = UNIT_POS_Y
+        out[base + 7] = UNIT_POS_Z
+        out[base + 8] = CUBE_POS
+        out[base + 9] = CUBE_POS_X
+        out[base + 10] = CUBE_POS_Y
+        out[base + 11] = CUBE_POS_Z
+        out[base + 12] = CUBE_DIM
+        out[base + 13] = CUBE_DIM_X
+        out[base + 14] = CUBE_DIM_Y
+        out[base + 15] = CUBE_DIM_Z
+        out[base + 16] = CUBE_COUNT
+        out[base + 17] = CUBE_COUNT_X
+        out[base + 18] = CUBE_COUNT_Y
+        out[base + 19] = CUBE_COUNT_Z
+
+
+@kernel
+def control_flow(a: Array[i32], out: Array[i32]) -> None:
+    """if/elif/else, for with a negative step, while with break and continue, return."""
+    i = ABSOLUTE_POS
+    if i >= len(a):
+        return
+    x = a[i]
+    acc = 0
+    if x < 0:
+        acc = -1
+    elif x == 0:
+        acc = 100
+    else:
+        for k in range(x, 0, -2):
+            acc += k
+    n = 0
+    while True:
+        n += 1
+        if n % 3 == 0:
+            continue
+        if n > 10 or n > x:
+            break
+        acc += n
+    if x == 7:
+        out[i] = 7777
+        return
+    out[i] = acc
+
+
+def control_flow_reference(x: int) -> int:
+    """What :data:`control_flow` computes for one element, in plain Python."""
+    if x < 0:
+        acc = -1
+    elif x == 0:
+        acc = 100
+    else:
+        acc = sum(range(x, 0, -2))
+    n = 0
+    while True:
+        n += 1
+        if n % 3 == 0:
+            continue
+        if n > 10 or n > x:
+            break
+        acc += n
+    return 7777 if x == 7 else acc
+
+
+# ---------------------------------------------------------------- the kernel set
+
+
+@kernel
+def saxpy(x: Array[f32], y: Array[f32], out: Array[f32], a: f32) -> None:
+    """Elementwise: out = a * x + y."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = a * x[i] + y[i]
+
+
+@kernel
+def transpose(a: Array[f32], out: Array[f32], rows: u32, cols: u32) -> None:
+    """2-D: out (cols x rows) = a (rows x cols) transposed, over a 2-D grid."""
+    r = ABSOLUTE_POS_Y
+    c = ABSOLUTE_POS_X
+    if r < rows and c < cols:
+        out[c * rows + r] = a[r * cols + c]
+
+
+@kernel
+def reduce_sum(a: Array[f32], out: Array[f32], *, BLOCK: Comptime[int]) -> None:
+    """Reduction: each cube sums its BLOCK elements in shared memory, with barriers."""
+    s = cl.shared(f32, BLOCK)
+    i = ABSOLUTE_POS
+    v = 0.0
+    if i < len(a):
+        v = a[i]
+    s[UNIT_POS] = v
+    cl.sync_cube()
+    stride = u32(BLOCK // 2)
+    while stride > 0:
+        if UNIT_POS < stride:
+            s[UNIT_POS] = s[UNIT_POS] + s[UNIT_POS + stride]
+        cl.sync_cube()
+        stride = stride // 2
+    if UNIT_POS == 0:
+        out[CUBE_POS] = s[0]
+
+
+@kernel
+def matmul(a: Array[f32], b: Array[f32], c: Array[f32], m: u32, n: u32, k: u32, *,
+           TILE: Comptime[int]) -> None:
+    """Tiled matrix product c (m x n) = a (m x k) @ b (k x n), TILE x TILE tiles."""
+    ta = cl.shared(f32, TILE * TILE)
+    tb = cl.shared(f32, TILE * TILE)
+    row = CUBE_POS_Y * TILE + UNIT_POS_Y
+    col = CUBE_POS_X * TILE + UNIT_POS_X
+    acc = 0.0
+    for t in range((k + TILE - 1) // TILE):
+        ka = t * TILE + UNIT_POS_X
+        if row < m and ka < k:
+            ta[UNIT_POS_Y * TILE + UNIT_POS_X] = a[row * k + ka]
+        else:
+            ta[UNIT_POS_Y * TILE + UNIT_POS_X] = 0.0
+        kb = t * TILE + UNIT_POS_Y
+        if kb < k and col < n:
+            tb[UNIT_POS_Y * TILE + UNIT_POS_X] = b[kb * n + col]
+        else:
+            tb[UNIT_POS_Y * TILE + UNIT_POS_X] = 0.0
+        cl.sync_cube()
+        for j in range(u32(TILE)):
+            acc += ta[UNIT_POS_Y * TILE + j] * tb[j * TILE + UNIT_POS_X]
+        cl.sync_cube()
+    if row < m and col < n:
+        c[row * n + col] = acc
+
+
+@kernel
+def histogram(data: Array[u32], bins: Array[u32]) -> None:
+    """Histogram: every unit adds one to its value's bin, atomically."""
+    i = ABSOLUTE_POS
+    if i < len(data):
+        cl.atomic_add(bins, data[i], u32(1))
+
+
+@kernel
+def softmax(a: Array[f32], out: Array[f32], cols: u32, *, BLOCK: Comptime[int]) -> None:
+    """Two-pass row softmax: one cube per row, max then sum of exponentials, each
+    reduced in shared memory."""
+    s = cl.shared(f32, BLOCK)
+    base = CUBE_POS * cols
+    m = -3.0e38
+    for j in range(UNIT_POS, cols, BLOCK):
+        m = max(m, a[base + j])
+    s[UNIT_POS] = m
+    cl.sync_cube()
+    stride = u32(BLOCK // 2)
+    while stride > 0:
+        if UNIT_POS < stride:
+            s[UNIT_POS] = max(s[UNIT_POS], s[UNIT_POS + stride])
+        cl.sync_cube()
+        stride = stride // 2
+    row_max = s[0]
+    cl.sync_cube()
+    total = 0.0
+    for j in range(UNIT_POS, cols, BLOCK):
+        total += cl.exp(a[base + j] - row_max)
+    s[UNIT_POS] = total
+    cl.sync_cube()
+    stride = u32(BLOCK // 2)
+    while stride > 0:
+        if UNIT_POS < stride:
+            s[UNIT_POS] = s[UNIT_POS] + s[UNIT_POS + stride]
+        cl.sync_cube()
+        stride = stride // 2
+    row_sum = s[0]
+    for j in range(UNIT_POS, cols, BLOCK):
+        out[base + j] = cl.exp(a[base + j] - row_max) / row_sum
+
+
+@kernel
+def scan(a: Array[i32], out: Array[i32], *, BLOCK: Comptime[int]) -> None:
+    """Inclusive prefix sum within each cube (Hillis-Steele in shared memory)."""
+    s = cl.shared(i32, BLOCK)
+    i = ABSOLUTE_POS
+    v = 0
+    if i < len(a):
+        v = a[i]
+    s[UNIT_POS] = v
+    cl.sync_cube()
+    offset = u32(1)
+    while offset < BLOCK:
+        x = s[UNIT_POS]
+        if UNIT_POS >= offset:
+            x = x + s[UNIT_POS - offset]
+        cl.sync_cube()
+        s[UNIT_POS] = x
+        cl.sync_cube()
+        offset = offset * 2
+    if i < len(out):
+        out[i] = s[UNIT_POS]
+
+
+@kernel
+def comptime_poly(a: Array[f32], out: Array[f32], *, POWER: Comptime[int],
+                  NEGATE: Comptime[bool], SCALE: Comptime[float] = 1.0) -> None:
+    """Comptime variants: out = (+-) SCALE * a**POWER, the branch and loop baked in."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        x = a[i]
+        acc = 1.0
+        for _ in range(POWER):
+            acc = acc * x
+        if NEGATE:
+            acc = -acc
+        out[i] = acc * SCALE
+
+
+@kernel
+def unrolled_sum(a: Array[f32], out: Array[f32], *, N: Comptime[int]) -> None:
+    """out[i] = a[i*N] + ... + a[i*N+N-1], the loop unrolled."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        acc = 0.0
+        for j in range(u32(N), unroll=True):
+            acc += a[i * N + j]
+        out[i] = acc
+
+
+@cache
+def cube_fn_kernel() -> KernelFunction:
+    """A kernel calling two ``@cube_fn`` helpers (one calling the other)."""
+    @cl.cube_fn
+    def square(x: f32) -> f32:
+        return x * x
+
+    @cl.cube_fn
+    def poly(x: f32, c: f32) -> f32:
+        return square(x) + c * x
+
+    def uses_cube_fn(a: Array[f32], out: Array[f32]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = poly(a[i], 3.0) + 1.0
+    return kernel(uses_cube_fn)
+
+
+@kernel
+def shape_stride(a: Array[f32], out: Array[u32]) -> None:
+    """out = [a.shape[0], a.shape[1], a.stride[0], a.stride[1], len(a)]."""
+    if ABSOLUTE_POS == 0:
+        out[0] = a.shape[0]
+        out[1] = a.shape[1]
+        out[2] = a.stride[0]
+        out[3] = a.stride[1]
+        out[4] = len(a)
+
+
+@kernel
+def transpose_shape(a: Array[f32], out: Array[f32]) -> None:
+    """2-D transpose reading the extents and strides from the arrays themselves."""
+    r = ABSOLUTE_POS_Y
+    c = ABSOLUTE_POS_X
+    if r < a.shape[0] and c < a.shape[1]:
+        out[c * out.stride[0] + r * out.stride[1]] = a[r * a.stride[0] + c * a.stride[1]]
+
+
+@cache
+def atomic_kernel(op: str, elem: ir.Elem) -> KernelFunction:
+    """Every unit applies ``atomic_<op>(acc, i % slots, v[i])`` and keeps the old value."""
+    T = scalar(elem)
+    f = getattr(cl, f"atomic_{op}")
+
+    def atomic_rmw(acc: Array[T], v: Array[T], old: Array[T], slots: u32) -> None:
+        i = ABSOLUTE_POS
+        if i < len(v):
+            old[i] = f(acc, i % slots, v[i])
+    return kernel(atomic_rmw)
+
+
+@cache
+def atomic_cas(elem: ir.Elem) -> KernelFunction:
+    """Every unit tries ``atomic_compare_exchange(acc, 0, 0, i + 1)``: one wins."""
+    T = scalar(elem)
+
+    def cas(acc: Array[T], old: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(old):
+            old[i] = cl.atomic_compare_exchange(acc, 0, T(0), T(i + 1))
+    return kernel(cas)
+
+
+@kernel
+def plane_kernel(a: Array[f32], sums: Array[f32], maxes: Array[f32], first: Array[f32],
+                 lanes: Array[u32], dims: Array[u32]) -> None:
+    """Plane operations: sum, max, the value of lane 0, the lane and the plane size."""
+    i = ABSOLUTE_POS
+    x = a[i]
+    sums[i] = cl.plane_sum(x)
+    maxes[i] = cl.plane_max(x)
+    first[i] = cl.plane_broadcast(x, u32(0))
+    lanes[i] = cl.UNIT_POS_PLANE
+    dims[i] = cl.PLANE_DIM
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@kernel
+def f64_kernel(a: Array[cl.f64], out: Array[cl.f64]) -> None:
+    """An f64 kernel: what a backend without f64 must refuse with CompilationError."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = a[i] * 2.0
+
+
+@dataclass(frozen=True)
+class _Signature:
+    comptime: dict[str, type]
+
+
+class IrKernel:
+    """A kernel given directly as IR, launchable like a ``@kernel`` function (used for
+    IR the kernel language would never produce)."""
+
+    def __init__(self, k: ir.Kernel) -> None:
+        self.ir_kernel = k
+        self.__name__ = k.name
+        self.signature = _Signature({})
+        self._id = KernelId.of(k)
+
+    def kernel_id(self, comptime: dict[str, Any]) -> KernelId:
+        """The kernel's id (it has no comptime parameters)."""
+        return self._id
+
+    def launch(self, client: Any, cube_count: CubeCount, cube_dim: CubeDim,
+               *args: Any) -> None:
+        """Run it on ``client``, as ``KernelFunction.launch`` does."""
+        client.launch(self, cube_count, cube_dim, args, {})
+
+
+def uncompilable(name: str = "reads_a_missing_array") -> IrKernel:
+    """A kernel no backend can compile: it loads from an array it does not have."""
+    body = (ir.Store("out", ir.Builtin(ir.BuiltinName.ABSOLUTE_POS),
+                     ir.Load("missing", ir.Builtin(ir.BuiltinName.ABSOLUTE_POS), ir.Elem.F32)),)
+    return IrKernel(ir.Kernel(name, (ir.Param("a", ir.Elem.F32, True),
+                                     ir.Param("out", ir.Elem.F32, True)), (), (), body))
+
+
+KERNEL_SET: dict[str, tuple[Callable[[], KernelFunction], dict[str, Any], CubeDim]] = {
+    "saxpy": (lambda: saxpy, {}, CubeDim(64)),
+    "transpose": (lambda: transpose, {}, CubeDim(16, 16)),
+    "reduce_sum": (lambda: reduce_sum, {"BLOCK": 128}, CubeDim(128)),
+    "matmul": (lambda: matmul, {"TILE": 16}, CubeDim(16, 16)),
+    "histogram": (lambda: histogram, {}, CubeDim(64)),
+    "softmax": (lambda: softmax, {"BLOCK": 64}, CubeDim(64)),
+    "scan": (lambda: scan, {"BLOCK": 128}, CubeDim(128)),
+    "comptime_poly": (lambda: comptime_poly, {"POWER": 3, "NEGATE": True, "SCALE": 2.0},
+                      CubeDim(64)),
+    "unrolled_sum": (lambda: unrolled_sum, {"N": 4}, CubeDim(64)),
+    "cube_fn": (cube_fn_kernel, {}, CubeDim(64)),
+    "control_flow": (lambda: control_flow, {}, CubeDim(64)),
+    "builtins": (lambda: builtins, {}, CubeDim(4, 2, 2)),
+}
+"""Every kernel of the set by name: how to get it, its comptime values, its cube dim
+(what the compile-only tests lower and finalize)."""

@@ -1,0 +1,49 @@
+"""Compile-only checks: every kernel of the set goes through the backend's
+ArtifactCompiler (lower, source, finalize) and the artifact is validated as far as
+the host can. They run on every machine, with or without the device."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cubecl_server.client import ComputeClient
+from cubecl_server.compiler import Artifact, CompilationRecording
+from cubecl_server.conformance import kernels
+from cubecl_server.persistence.codec import decode_artifact, encode_artifact
+
+pytestmark = [pytest.mark.usefixtures("cubecl_isolated"), pytest.mark.compile_only]
+
+
+class TestCompileOnly:
+    """Lower and finalize without launching."""
+
+    @pytest.mark.parametrize("name", list(kernels.KERNEL_SET))
+    def test_lower_and_finalize(self, cubecl_client: ComputeClient, name: str,
+                                request: pytest.FixtureRequest) -> None:
+        get, comptime, dim = kernels.KERNEL_SET[name]
+        k = get()
+        aid = cubecl_client.artifact_id(k, dim, comptime)
+        ac = cubecl_client.loader.artifact_compiler
+        rec = CompilationRecording(True, aid.kernel.name, cubecl_client.backend, ac.variant)
+        compiled = ac.lower(aid.kernel.ir, aid.cube_dim, aid.mode, rec)
+        assert compiled.source.strip(), "lowering produced no source"
+        assert compiled.name == aid.kernel.name
+        source = ac.source(compiled)
+        assert source is None or isinstance(source, bytes)
+        artifact = ac.finalize(compiled, rec)
+        assert isinstance(artifact, Artifact), f"finalize returned {type(artifact).__name__}"
+        assert artifact.kind and isinstance(artifact.kind, str), "the artifact has no kind"
+        assert isinstance(artifact.payload, bytes) and artifact.payload, "empty artifact"
+        json.dumps(artifact.header)  # the store keeps the header as JSON
+        decoded = decode_artifact(encode_artifact(artifact.kind, artifact.header,
+                                                  artifact.payload))
+        assert decoded.payload == artifact.payload and decoded.kind == artifact.kind
+        stages = {s.name for s in rec.stages}
+        assert {"lower", "finalize"} <= stages, (
+            f"the ArtifactCompiler must record the stages 'lower' and 'finalize': {stages}")
+        problems = [p for p in request.config.hook.pytest_cubecl_validate_artifact(
+            backend=cubecl_client.backend, artifact=artifact, compiled=compiled) if p]
+        assert not problems, "the backend's validator rejected the artifact:\n" + "\n".join(
+            problems)

@@ -1,0 +1,304 @@
+"""The compile path (DESIGN.md sections 2-4) against the backend under test: real
+SQLite files in a fresh cache directory, real fresh processes."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cubecl_server.client import ComputeClient
+from cubecl_server.compiler import (
+    CompilationRecord,
+    KernelCacheKey,
+    KernelLoader,
+    environment_database,
+)
+from cubecl_server.config import reload_config
+from cubecl_server.conformance import kernels
+from cubecl_server.conformance.plugin import Subject
+from cubecl_server.conformance.support import child_records
+from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.plugins.registry import registry
+from cubecl_server.runtime import create_client, recording
+
+pytestmark = pytest.mark.usefixtures("cubecl_isolated")
+
+N = 1000
+
+
+def _launch_scale(c: ComputeClient, dim: int = 256, k: float = 2.0) -> None:
+    a = c.create(np.arange(N, dtype=np.float32))
+    out = c.empty(N, np.float32)
+    kernels.scale.launch(c, CubeCount(-(-N // dim)), CubeDim(dim), a, out, k)
+    got = c.read(out)
+    want = np.arange(N, dtype=np.float32) * np.float32(k)
+    assert np.array_equal(got, want), f"scale by {k} computed {got[:8]}..., expected {want[:8]}"
+
+
+def _outcomes(records: list[CompilationRecord]) -> list[str]:
+    return [r.outcome.value for r in records]
+
+
+def _stages(record: dict[str, Any] | CompilationRecord) -> set[str]:
+    if isinstance(record, CompilationRecord):
+        return {s.name for s in record.stages}
+    return {s["name"] for s in record["stages"]}
+
+
+def _kernels_namespace(c: ComputeClient) -> str:
+    store = c.loader.target.store
+    assert store is not None, (f"backend {c.backend!r}: its CompilationTarget has no store "
+                               "with caching on and a writable cache directory")
+    return store.kernels_namespace
+
+
+def _rows(namespace: str) -> list[tuple[str, bytes]]:
+    db = environment_database()
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT key, value FROM entries WHERE namespace = ?",
+                            (namespace,)).fetchall()
+
+
+class TestCompilePath:
+    """Cold, warm, rekeyed, isolated, corrupted, unwritable, batched, concurrent."""
+
+    def test_cold_launch_compiles_with_lower_and_finalize(self,
+                                                          cubecl_client: ComputeClient) -> None:
+        with recording(cubecl_client) as recs:
+            _launch_scale(cubecl_client)
+        assert _outcomes(recs) == ["compiled"], recs
+        rec = recs[0]
+        assert rec.backend == cubecl_client.backend
+        assert rec.variant == cubecl_client.loader.artifact_compiler.variant
+        missing = {"lower", "finalize"} - _stages(rec)
+        assert not missing, (f"a compiled record must report the stages 'lower' and "
+                             f"'finalize' (recording.stage(...) in the ArtifactCompiler); "
+                             f"missing {sorted(missing)}, got {sorted(_stages(rec))}")
+        assert rec.artifact_size > 0, "the compiled artifact is empty"
+        assert all(s.ms >= 0 for s in rec.stages)
+
+    def test_second_launch_is_the_hot_path(self, cubecl_client: ComputeClient) -> None:
+        with recording(cubecl_client) as recs:
+            _launch_scale(cubecl_client)
+            _launch_scale(cubecl_client, k=3.0)
+        assert _outcomes(recs) == ["compiled"], "a loaded kernel was obtained again"
+
+    def test_fresh_process_loads_what_was_stored(self, cubecl_subject: Subject) -> None:
+        cold = child_records(cubecl_subject.backend, cubecl_subject.device, [256])
+        warm = child_records(cubecl_subject.backend, cubecl_subject.device, [256])
+        assert [r["outcome"] for r in cold] == ["compiled"], cold
+        assert [r["outcome"] for r in warm] == ["loaded"], (
+            f"a fresh process compiled again ({warm[0]['outcome']}) instead of loading "
+            "the artifact the first one stored: the backend's store did not return what "
+            "was stored under this key")
+        assert warm[0]["key"] == cold[0]["key"], "the key is not stable across processes"
+        lowered = {"lower", "finalize"} & _stages(warm[0])
+        assert not lowered, f"a load from the store must not lower or finalize: {lowered}"
+
+    def test_new_client_in_process_loads(self, cubecl_subject: Subject) -> None:
+        first = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(first) as recs:
+            _launch_scale(first)
+        second = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(second) as recs2:
+            _launch_scale(second)
+        assert _outcomes(recs) == ["compiled"]
+        assert _outcomes(recs2) == ["loaded"], (
+            "a second client compiled again instead of loading the stored artifact: the "
+            "backend's store did not return what was stored under this key")
+
+    def test_changed_build_id_rekeys(self, cubecl_subject: Subject,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+        first = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(first) as recs:
+            _launch_scale(first)
+        monkeypatch.setenv("CUBECL_BUILD_ID", "conformance-another-build")
+        rebuilt = create_client(cubecl_subject.backend, cubecl_subject.device)
+        assert rebuilt.loader.build_id != first.loader.build_id, \
+            "CUBECL_BUILD_ID did not change the build id"
+        with recording(rebuilt) as recs2:
+            _launch_scale(rebuilt)
+        assert recs2[0].key != recs[0].key
+        ac = rebuilt.loader.artifact_compiler
+        aid = rebuilt.artifact_id(kernels.scale, CubeDim(256), {})
+        compiled = ac.lower(aid.kernel.ir, aid.cube_dim, aid.mode,
+                            _null_recording(rebuilt))
+        if ac.source(compiled) is None:
+            assert _outcomes(recs2) == ["compiled"]
+            pytest.skip("the backend's ArtifactCompiler opts out of source(): a changed "
+                        "build id compiles again (outcome compiled, as documented)")
+        assert _outcomes(recs2) == ["rekeyed"], (
+            "with an unchanged lowering and a new build id the artifact must be reused "
+            "from the sources map (outcome rekeyed)")
+        stages = _stages(recs2[0])
+        assert "lower" in stages and "finalize" not in stages, stages
+        again = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(again) as recs3:
+            _launch_scale(again)
+        assert _outcomes(recs3) == ["loaded"], "the rekeyed artifact was not stored"
+        assert len(_rows(_kernels_namespace(again))) == 2, \
+            "rekeying must copy the artifact, keeping the one of the old build"
+
+    def test_lowering_is_deterministic(self, cubecl_client: ComputeClient) -> None:
+        ac = cubecl_client.loader.artifact_compiler
+        aid = cubecl_client.artifact_id(kernels.saxpy, CubeDim(64), {})
+        one = ac.lower(aid.kernel.ir, aid.cube_dim, aid.mode, _null_recording(cubecl_client))
+        two = ac.lower(aid.kernel.ir, aid.cube_dim, aid.mode, _null_recording(cubecl_client))
+        assert one.source == two.source, "lowering one kernel twice gave different source"
+        assert ac.source(one) == ac.source(two), "source() is not a function of the lowering"
+
+    def test_other_variant_is_never_served(self, cubecl_client: ComputeClient) -> None:
+        with recording(cubecl_client):
+            _launch_scale(cubecl_client)
+        name = cubecl_client.backend
+        loader = cubecl_client.loader
+        other = f"{loader.artifact_compiler.variant}-conformance-other"
+        target = registry().call_firstresult(
+            "cubecl_server_compilation_target", backend=name, server=cubecl_client.server,
+            store_names=registry().descriptor(name).store_names, variant=other)
+        assert target is not None
+        store = target.store
+        assert store is not None
+        assert store.kernels_namespace != _kernels_namespace(cubecl_client), (
+            "the CompilationTarget's store ignores the variant it is given: artifacts of "
+            "one variant would be served to another")
+        aid = cubecl_client.artifact_id(kernels.scale, CubeDim(256), {})
+        assert store.get(KernelCacheKey.of(aid, loader.build_id)) is None, \
+            "an artifact stored for one variant was found under another"
+        fresh = KernelLoader(name, _Variant(loader.artifact_compiler, other), target,
+                             loader.build_id)
+        with recording(cubecl_client) as recs:
+            fresh.recorder = cubecl_client.loader.recorder
+            fresh.get(aid)
+        assert _outcomes(recs) == ["compiled"]
+
+    def test_corrupted_stored_artifact_is_recompiled(self, cubecl_subject: Subject) -> None:
+        first = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(first):
+            _launch_scale(first)
+        namespace = _kernels_namespace(first)
+        (key, value), = _rows(namespace)
+        broken = value[:-1] + bytes([value[-1] ^ 0xFF])
+        with sqlite3.connect(environment_database()) as conn:
+            conn.execute("UPDATE entries SET value = ? WHERE namespace = ? AND key = ?",
+                         (broken, namespace, key))
+        second = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(second) as recs:
+            _launch_scale(second)
+        assert _outcomes(recs) == ["compiled"]
+        (_, rewritten), = _rows(namespace)
+        assert rewritten != broken, "the corrupt entry was not purged and rewritten"
+
+    def test_stored_garbage_is_rejected_at_load_and_rebuilt(self,
+                                                            cubecl_subject: Subject) -> None:
+        first = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(first):
+            _launch_scale(first)
+        store = first.loader.target.store
+        assert store is not None
+        aid = first.artifact_id(kernels.scale, CubeDim(256), {})
+        key = KernelCacheKey.of(aid, first.loader.build_id)
+        good = store.get(key)
+        assert good is not None, "the store did not return the artifact it just stored"
+        garbage = type(good)(good.kind, b"\x00not an artifact\xff" * 4, dict(good.header))
+        store.purge(key)
+        assert store.put(key, garbage)
+        second = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(second) as recs:
+            _launch_scale(second)
+        assert _outcomes(recs) == ["compiled"], (
+            "a stored artifact with a garbage payload was loaded: the CompilationTarget's "
+            "load must raise ArtifactRejected for what the driver refuses")
+
+    def test_unwritable_cache_dir_still_runs(self, cubecl_subject: Subject, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+        blocker = tmp_path / "a-file"
+        blocker.write_text("not a directory")
+        monkeypatch.setenv("CUBECL_CACHE_DIR", str(blocker / "cache"))
+        reload_config()
+        c = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(c) as recs:
+            _launch_scale(c, 256)
+            _launch_scale(c, 128)
+        assert _outcomes(recs) == ["compiled", "compiled"]
+
+    def test_cache_off_still_runs(self, cubecl_subject: Subject,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("CUBECL_COMPILATION_CACHE", "0")
+        reload_config()
+        c = create_client(cubecl_subject.backend, cubecl_subject.device)
+        assert c.loader.target.store is None, \
+            "with caching off the CompilationTarget must have no store"
+        _launch_scale(c)
+
+    def test_get_batch_compiles_in_parallel(self, cubecl_client: ComputeClient) -> None:
+        c = cubecl_client
+        ids = [c.artifact_id(kernels.add_const, CubeDim(32), {"C": k}) for k in range(12)]
+        with recording(c) as recs:
+            loaded = c.loader.get_batch(ids)
+        assert len(loaded) == 12
+        assert _outcomes(recs) == ["compiled"] * 12
+        assert c.loader.get_batch(ids) == loaded
+        a = c.create(np.arange(100, dtype=np.int32))
+        out = c.empty(100, np.int32)
+        for k in range(12):
+            kernels.add_const.launch(c, CubeCount(4), CubeDim(32), a, out, C=k)
+            got = c.read(out)
+            assert np.array_equal(got, np.arange(100, dtype=np.int32) + k), \
+                f"add_const C={k} (obtained in a batch) computed {got[:6]}"
+
+    def test_concurrent_processes_share_one_cache_dir(self, cubecl_subject: Subject) -> None:
+        code = textwrap.dedent(f"""
+            import numpy as np
+            from cubecl_server.kernel import CubeCount, CubeDim
+            from cubecl_server.runtime import create_client
+            from cubecl_server.conformance import kernels
+            c = create_client({cubecl_subject.backend!r}, {cubecl_subject.device!r})
+            a = c.create(np.arange(300, dtype=np.int32)); out = c.empty(300, np.int32)
+            for k in range(12):
+                kernels.add_const.launch(c, CubeCount(10), CubeDim(32), a, out, C=k)
+                assert np.array_equal(c.read(out), np.arange(300, dtype=np.int32) + k), k
+            print("ok")
+        """)
+        procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0 and out.strip() == "ok", err
+            assert "Traceback" not in err, err
+        warm = create_client(cubecl_subject.backend, cubecl_subject.device)
+        with recording(warm) as recs:
+            a, out = warm.create(np.zeros(5, np.int32)), warm.empty(5, np.int32)
+            for k in range(12):
+                kernels.add_const.launch(warm, CubeCount(1), CubeDim(32), a, out, C=k)
+                assert np.array_equal(warm.read(out), np.full(5, k, np.int32))
+        assert set(_outcomes(recs)) == {"loaded"}, _outcomes(recs)
+
+
+class _Variant:
+    """An ArtifactCompiler with another variant (what the loader records)."""
+
+    def __init__(self, inner: Any, variant: str) -> None:
+        self.inner = inner
+        self.variant = variant
+        self.lower = inner.lower
+        self.source = inner.source
+        self.finalize = inner.finalize
+
+
+def _null_recording(c: ComputeClient) -> Any:
+    from cubecl_server.compiler import CompilationRecording
+
+    return CompilationRecording(False, "conformance", c.backend,
+                                c.loader.artifact_compiler.variant)
+
+

@@ -1,0 +1,60 @@
+"""Simple system profiling using timestamps: named sections timed with ``perf_counter_ns``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+__all__ = ["Section", "TimestampProfiler"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One named section: how often it ran and for how long in all."""
+
+    name: str
+    calls: int
+    total_ns: int
+
+    @property
+    def total_s(self) -> float:
+        """The total time in seconds."""
+        return self.total_ns / 1e9
+
+
+class TimestampProfiler:
+    """Times named sections of a program with two timestamps each and reports them.
+
+    A section may run many times; its calls and time add up. Sections are reported
+    in the order they first started. Not thread-safe: use one per thread.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[str, int] = {}
+        self._total_ns: dict[str, int] = {}
+
+    @contextmanager
+    def section(self, name: str) -> Iterator[None]:
+        """Time the block as (one more run of) the section ``name``."""
+        self._calls.setdefault(name, 0)
+        self._total_ns.setdefault(name, 0)
+        start = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            self._total_ns[name] += time.perf_counter_ns() - start
+            self._calls[name] += 1
+
+    def sections(self) -> list[Section]:
+        """Every section so far, in the order each first started."""
+        return [Section(n, self._calls[n], self._total_ns[n]) for n in self._calls]
+
+    def report(self) -> str:
+        """A plain-text table of the sections: name, calls, total seconds."""
+        rows = self.sections()
+        width = max((len(s.name) for s in rows), default=7)
+        lines = [f"{'SECTION':<{width}}  CALLS  TOTAL S"]
+        lines += [f"{s.name:<{width}}  {s.calls:>5}  {s.total_s:7.2f}" for s in rows]
+        return "\n".join(lines)

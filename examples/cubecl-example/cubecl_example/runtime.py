@@ -1,0 +1,107 @@
+"""The example backend's runtime, server and storage: the host, memory in bytearrays."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cubecl_server.device import Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.ir import Elem
+from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.server import Binding
+from cubecl_server.storage import StorageId
+
+CAPABILITIES = Capabilities(
+    f64=True, f16=False, atomics=frozenset({Elem.I32, Elem.U32}),
+    shared_memory_bytes=48 * 1024, max_cube_dim=1024, plane_size=None, device_present=True,
+)
+"""What the example device supports: no f16 and no plane operations, so the suite
+skips those tests and says why."""
+
+LoadedKernel = Callable[..., None]
+
+
+class BytearrayStorage:
+    """Whole allocations as ``bytearray`` objects, named by StorageId."""
+
+    alignment = 256
+
+    def __init__(self) -> None:
+        self._buffers: dict[int, bytearray] = {}
+        self._ids = itertools.count(1)
+
+    def alloc(self, size: int) -> StorageId:
+        """Allocate ``size`` zeroed bytes."""
+        id = StorageId(next(self._ids))
+        self._buffers[id] = bytearray(size)
+        return id
+
+    def dealloc(self, id: StorageId) -> None:
+        """Free an allocation."""
+        del self._buffers[id]
+
+    def resource(self, id: StorageId) -> bytearray:
+        """The bytearray of an allocation."""
+        return self._buffers[id]
+
+
+def _view(b: Binding) -> np.ndarray:
+    """The binding's elements, sharing memory with the bytearray."""
+    count = b.size // np.dtype(b.elem.numpy_name).itemsize
+    return np.frombuffer(b.resource, dtype=b.elem.numpy_name, count=count, offset=b.offset)
+
+
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for extent in reversed(shape):
+        out.append(acc)
+        acc *= extent
+    return tuple(reversed(out))
+
+
+class ExampleServer:
+    """The host as the ``example`` device; launches run to completion at once."""
+
+    backend = "example"
+    capabilities = CAPABILITIES
+
+    def __init__(self, device: DeviceInfo) -> None:
+        self.device = device
+        self.storage = BytearrayStorage()
+
+    def read(self, binding: Binding) -> np.ndarray:
+        """A copy of the binding's elements."""
+        return _view(binding).copy()
+
+    def write(self, binding: Binding, data: np.ndarray) -> None:
+        """Copy ``data`` into the binding."""
+        _view(binding)[:] = data
+
+    def launch(self, kernel: LoadedKernel, count: CubeCount, dim: CubeDim,
+               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
+        """Call the loaded kernel the way the cpu Compiler's modules expect."""
+        kernel([_view(b) for b in arrays], [b.shape for b in arrays],
+               [_strides(b.shape) for b in arrays], list(scalars),
+               (count.x, count.y, count.z), (dim.x, dim.y, dim.z))
+
+    def sync(self) -> None:
+        """Nothing to wait for."""
+
+
+class ExampleRuntime:
+    """One device: this host."""
+
+    name = "example"
+
+    def devices(self) -> list[DeviceInfo]:
+        """The host, as the example device."""
+        return [DeviceInfo("example", 0, "Example host device", DeviceKind.CPU,
+                           vendor="example", driver_version="1.0")]
+
+    def create_server(self, device: int) -> ExampleServer:
+        """The server for device 0."""
+        if device != 0:
+            raise IndexError(f"the example backend has one device (0), not {device}")
+        return ExampleServer(self.devices()[0])

@@ -1,0 +1,66 @@
+"""Deliberately wrong backends fail the conformance suite, pointing at their fault.
+
+Each backend of ``tests/wrong_backends`` is installed as a distribution through a
+hand-written ``.dist-info`` on ``PYTHONPATH`` and run through the suite in a fresh
+process.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cubecl_server.conformance.runner import SuiteRun, run_suite
+
+WRONG = Path(__file__).parent / "wrong_backends"
+
+
+def _site(root: Path, module: str, dist: str) -> Path:
+    site = root / "site"
+    site.mkdir()
+    shutil.copy(WRONG / f"{module}.py", site)
+    shutil.copy(WRONG / "cubecl_wrong_common.py", site)
+    info = site / f"{dist.replace('-', '_')}-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.0.1\n")
+    (info / "entry_points.txt").write_text(f"[cubecl_server]\n{module} = {module}\n")
+    (info / "top_level.txt").write_text(f"{module}\n")
+    return site
+
+
+def _run(tmp_path: Path, module: str, dist: str, backend: str, select: str) -> SuiteRun:
+    site = _site(tmp_path, module, dist)
+    return run_suite(backend, ["-k", select], env={"PYTHONPATH": str(site)})
+
+
+def test_off_by_one_add_fails_the_add_tests(tmp_path: Path) -> None:
+    run = _run(tmp_path, "cubecl_wrong_add", "cubecl-wrong-add", "wrong_add",
+               "test_arith or test_saxpy or test_round_trip")
+    assert run.returncode == 1, run.output[-3000:]
+    assert "backend wrong_add (cubecl-wrong-add 0.0.1)" in run.output
+    failed = run.with_outcome("failed")
+    adds = [t for t in failed if "test_arith[add-" in t]
+    assert len(adds) >= 4, failed
+    message = run.messages[next(t for t in adds if t.endswith("[add-i32]"))]
+    assert "add on i32" in message and "seed" in message, message
+    assert "TestKernelSet::test_saxpy" in failed
+    passing = run.with_outcome("passed")
+    assert "TestBinary::test_arith[mul-i32]" in passing
+    assert "TestBinary::test_arith[sub-i32]" in passing
+    assert not [t for t in failed if "test_round_trip" in t], "memory has nothing to do with add"
+
+
+@pytest.mark.parametrize("select", ["TestCompilePath"])
+def test_store_that_drops_artifacts_fails_the_warm_paths(tmp_path: Path, select: str) -> None:
+    run = _run(tmp_path, "cubecl_wrong_store", "cubecl-wrong-store", "wrong_store", select)
+    assert run.returncode == 1, run.output[-3000:]
+    failed = run.with_outcome("failed")
+    assert "TestCompilePath::test_fresh_process_loads_what_was_stored" in failed, failed
+    assert "TestCompilePath::test_new_client_in_process_loads" in failed, failed
+    message = run.messages["TestCompilePath::test_fresh_process_loads_what_was_stored"]
+    assert "did not return what was stored" in message, message
+    passing = run.with_outcome("passed")
+    assert "TestCompilePath::test_cold_launch_compiles_with_lower_and_finalize" in passing
+    assert "TestCompilePath::test_unwritable_cache_dir_still_runs" in passing
