@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/python -m pip install -q --disable-pip-version-check
 PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
-PLUGINS :=
+PLUGINS := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-cuda
 EXAMPLE := examples/cubecl-example
 
 .PHONY: demo test lint bench venv system-deps clean

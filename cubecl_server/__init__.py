@@ -2,7 +2,9 @@
 
 The names most programs need are importable from here; each lives in the module
 named beside it. They load on first use, so ``import cubecl_server`` stays cheap
-and discovers no plugin.
+and discovers no plugin. Kernels are written with :mod:`cubecl_server.lang`
+(``from cubecl_server.lang import kernel``): ``cubecl_server.kernel`` is the module
+of launch geometry and compiled kernels.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "client": "cubecl_server.runtime",
     "ComputeClient": "cubecl_server.client",
-    "kernel": "cubecl_server.kernel",
     "CubeCount": "cubecl_server.kernel",
     "CubeDim": "cubecl_server.kernel",
     "ExecutionMode": "cubecl_server.execution",

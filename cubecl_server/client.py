@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ComputeClient", "elem_of_dtype"]
 
 _ELEMS = {np.dtype(e.numpy_name): e for e in ir.Elem}
+_SCALAR_TYPES = {e: np.dtype(e.numpy_name).type for e in ir.Elem}
 
 
 def elem_of_dtype(dtype: Any) -> ir.Elem:
@@ -43,6 +44,8 @@ class _Plan:
 
     id: ArtifactId
     kernel: ir.Kernel
+    params: tuple[tuple[ir.Param, type], ...]
+    """Each parameter with the NumPy scalar type a scalar argument is passed as."""
     reads: tuple[bool, ...]
     """Per array parameter: whether the kernel reads it (a tainted one stops the launch)."""
     writes: tuple[bool, ...]
@@ -160,8 +163,10 @@ class ComputeClient:
             k = aid.kernel.ir
             read = _read_arrays(k)
             arrays = [p for p in k.params if p.array]
-            plan = self._plans[key] = _Plan(aid, k, tuple(p.name in read for p in arrays),
-                                            tuple(p.name in k.written_arrays for p in arrays))
+            plan = self._plans[key] = _Plan(
+                aid, k, tuple((p, _SCALAR_TYPES[p.elem]) for p in k.params),
+                tuple(p.name in read for p in arrays),
+                tuple(p.name in k.written_arrays for p in arrays))
         return plan
 
     def artifact_id(self, kernel: KernelFunction, cube_dim: CubeDim,
@@ -186,7 +191,7 @@ class ComputeClient:
         """
         plan = self._plan(kernel, cube_dim, comptime)
         k = plan.kernel
-        handles, arrays, scalars = _bind(k, args)
+        handles, arrays, scalars = _bind(k.name, plan.params, args)
         self._launches += 1
         outputs = [h for h, w in zip(handles, plan.writes, strict=True) if w]
         causes = [h.taint for h, r in zip(handles, plan.reads, strict=True)
@@ -231,38 +236,41 @@ def _check_comptime(kernel: KernelFunction, comptime: dict[str, Any]) -> None:
                         f"{', '.join(expected) or 'none'}")
 
 
-def _bind(k: ir.Kernel,
+def _bind(kernel: str, params: tuple[tuple[ir.Param, type], ...],
           args: Sequence[Any]) -> tuple[list[Handle], list[Binding], list[np.generic]]:
-    params = k.params
     if len(args) != len(params):
-        names = ", ".join(p.name for p in params)
-        raise TypeError(f"kernel {k.name!r} takes {len(params)} argument(s) ({names}), "
+        names = ", ".join(p.name for p, _ in params)
+        raise TypeError(f"kernel {kernel!r} takes {len(params)} argument(s) ({names}), "
                         f"got {len(args)}")
     handles: list[Handle] = []
     arrays: list[Binding] = []
     scalars: list[np.generic] = []
-    for p, a in zip(params, args, strict=True):
+    for (p, scalar_type), a in zip(params, args, strict=True):
         if p.array:
-            if not isinstance(a, Handle):
-                raise TypeError(f"kernel {k.name!r}: parameter {p.name!r} is an "
-                                f"Array[{p.elem.value}], got {type(a).__name__}; pass a buffer "
-                                "from client.create/empty")
-            if a.elem is not p.elem:
-                raise TypeError(f"kernel {k.name!r}: parameter {p.name!r} is an "
-                                f"Array[{p.elem.value}], got a buffer of {a.elem.value}")
+            if type(a) is not Handle or a.elem is not p.elem:
+                _bad_array(kernel, p, a)
             handles.append(a)
             arrays.append(a.binding())
         else:
-            scalars.append(_scalar(k.name, p, a))
+            # The common case, a NumPy scalar of the right type, costs one comparison.
+            scalars.append(a if type(a) is scalar_type else _scalar(kernel, p, a))
     return handles, arrays, scalars
+
+
+def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:
+    if not isinstance(a, Handle):
+        raise TypeError(f"kernel {kernel!r}: parameter {p.name!r} is an "
+                        f"Array[{p.elem.value}], got {type(a).__name__}; pass a buffer "
+                        "from client.create/empty")
+    if a.elem is not p.elem:
+        raise TypeError(f"kernel {kernel!r}: parameter {p.name!r} is an "
+                        f"Array[{p.elem.value}], got a buffer of {a.elem.value}")
 
 
 def _scalar(kernel: str, p: ir.Param, value: Any) -> np.generic:
     if isinstance(value, Handle):
         raise TypeError(f"kernel {kernel!r}: parameter {p.name!r} is a scalar "
                         f"{p.elem.value}, got a buffer")
-    if isinstance(value, np.generic) and value.dtype.name == p.elem.numpy_name:
-        return value
     ok = (isinstance(value, (bool, np.bool_)) if p.elem is ir.Elem.BOOL
           else isinstance(value, (int, np.integer)) and not isinstance(value, bool)
           if p.elem.is_int
@@ -275,4 +283,4 @@ def _scalar(kernel: str, p: ir.Param, value: Any) -> np.generic:
         if not info.min <= int(value) <= info.max:
             raise TypeError(f"kernel {kernel!r}: parameter {p.name!r}: {value} does not fit "
                             f"in {p.elem.value}")
-    return np.dtype(p.elem.numpy_name).type(value)
+    return _SCALAR_TYPES[p.elem](value)

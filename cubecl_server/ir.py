@@ -178,7 +178,7 @@ class BinOp(enum.Enum):
 
     ``DIV`` is true division (floats only). ``IDIV`` and ``REM`` on integers
     truncate toward zero as in C (``-7 // 2 == -3``, ``-7 % 2 == -1``); ``REM`` on
-    floats is C's ``fmod``. Integer division by zero is unspecified. ``SHL``/``SHR``
+    floats is C's ``fmod``. Integer division or remainder by zero gives 0. ``SHL``/``SHR``
     shift by ``rhs mod bits``; ``SHR`` is arithmetic on signed types.
     Integer ``ADD``/``SUB``/``MUL`` wrap (two's complement).
     """
@@ -385,7 +385,8 @@ class If:
 class For:
     """``for var in range(start, stop, step)``; ``step`` is a nonzero constant.
 
-    The bounds are evaluated once, before the first iteration. ``unroll`` asks the
+    The bounds are evaluated once, before the first iteration, and the trip count is
+    Python's: ``max(0, ceil((stop - start) / step))``. ``unroll`` asks the
     backend to unroll (the bounds are then constants).
     """
 

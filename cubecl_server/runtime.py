@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from cubecl_server.compiler.store import StoreNames, environment_database
 from cubecl_server.config import config
 from cubecl_server.device import DeviceInfo
 from cubecl_server.errors import BackendUnavailable, PluginError, StoreError
+from cubecl_server.logging import configure_logging, logger
 from cubecl_server.memory_management import MemoryManagement
 from cubecl_server.persistence import environment
 from cubecl_server.persistence.sqlite import SqliteStore
@@ -29,7 +29,7 @@ __all__ = [
     "recording",
 ]
 
-log = logging.getLogger("cubecl_server")
+log = logger("runtime")
 
 
 class Runtime(Protocol):
@@ -130,6 +130,7 @@ def create_client(backend: str | None = None, device: int | None = None, *,
     (``cubecl_server_compile_only_server``): its kernels go through the whole compile
     path and the store, but it cannot hold memory or launch.
     """
+    configure_logging()
     name = backend or config().backend
     index = 0 if device is None else device
     reg = registry()

@@ -542,3 +542,11 @@ def test_close_then_use_reopens(store: SqliteStore) -> None:
     store.put("ns", "k", b"v")
     store.close()
     assert store.get("ns", "k").value == b"v"  # type: ignore[union-attr]
+
+
+def test_records_keep_only_the_newest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cubecl_server.persistence.sqlite.MAX_RECORDS", 5)
+    store = SqliteStore.open(tmp_path / "r.sqlite3")
+    for i in range(12):
+        store.add_record("cpu", f"k{i}", "v", "compiled", {"i": i})
+    assert [r.kernel for r in store.records()] == [f"k{i}" for i in range(7, 12)]

@@ -12,6 +12,7 @@ from cubecl_server.cli.compilations import add_compilations_command
 from cubecl_server.cli.conformance import add_conformance_command
 from cubecl_server.cli.demo import add_demo_command
 from cubecl_server.cli.table import Subparsers
+from cubecl_server.logging import configure_logging
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); the exit code."""
+    configure_logging()
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import importlib_metadata
 
@@ -62,8 +64,8 @@ class KernelCacheKey:
         return self.digest
 
 
-def _hash_package(h: hashlib._Hash, package: str) -> None:
-    spec_root = Path(__import__(package).__file__ or "").parent
+def _hash_package(h: Any, package: str) -> None:
+    spec_root = Path(importlib.import_module(package).__file__ or "").parent
     try:
         version = importlib_metadata.version(package.replace("_", "-"))
     except importlib_metadata.PackageNotFoundError:

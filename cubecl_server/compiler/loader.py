@@ -22,9 +22,12 @@ from cubecl_server.compiler.record import (
 )
 from cubecl_server.compiler.store import ArtifactStore, source_key, store_compiled
 from cubecl_server.errors import ArtifactRejected, CompilationError
+from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
 
 __all__ = ["KernelLoader"]
+
+log = logger("compiler")
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -142,6 +145,8 @@ class KernelLoader:
                 continue
             fut.set_result(loaded)
             assert trip.outcome is not None and trip.artifact is not None
+            log.debug("%s kernel %s on %s (key %s)", trip.outcome.value, trip.id.kernel.name,
+                      self.backend, trip.key.digest[:16])
             record = trip.recording.close(trip.outcome, trip.key.digest,
                                           len(trip.artifact.payload))
             if record is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from cubecl_server.compiler.contracts import Artifact
 from cubecl_server.compiler.key import KernelCacheKey
 from cubecl_server.config import config
 from cubecl_server.errors import StoreError
+from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
 from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
@@ -23,7 +23,7 @@ __all__ = [
     "environment_database",
 ]
 
-log = logging.getLogger("cubecl_server.compiler")
+log = logger("compiler")
 
 
 @dataclass(frozen=True)

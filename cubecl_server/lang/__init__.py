@@ -2,8 +2,9 @@
 
 A kernel is written with the names exported here::
 
-    from cubecl_server.lang import ABSOLUTE_POS, Array, Comptime, f32
+    from cubecl_server.lang import ABSOLUTE_POS, Array, Comptime, f32, kernel
 
+    @kernel
     def saxpy(x: Array[f32], y: Array[f32], a: f32, *, UNROLL: Comptime[int]):
         i = ABSOLUTE_POS
         if i < len(x):
@@ -14,6 +15,8 @@ A kernel is written with the names exported here::
 are documented in :mod:`cubecl_server.lang.frontend` and in ``docs/language.md``;
 which code counts as uniform (for barriers) in :mod:`cubecl_server.lang.uniformity`.
 """
+
+from cubecl_server.kernel import CubeCount, CubeDim, KernelFunction, kernel
 
 from .frontend import parse_kernel
 from .signature import ComptimeValue, KernelSignature, kernel_signature
@@ -96,6 +99,7 @@ from .types import (
 )
 
 __all__ = [
+    "kernel", "KernelFunction", "CubeCount", "CubeDim",
     "parse_kernel", "kernel_signature", "KernelSignature", "ComptimeValue",
     "KernelOnlyError", "ScalarType", "ArrayType", "ComptimeType", "BuiltinVar",
     "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic", "CubeFn", "TypeRef",

@@ -34,6 +34,8 @@ __all__ = [
 logger = logging.getLogger("cubecl_server.persistence")
 
 SCHEMA_VERSION = 1
+MAX_RECORDS = 10_000
+"""How many compilation records a database keeps; older ones are dropped on insert."""
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 DEFAULT_TOUCH_INTERVAL_S = 3600.0
 
@@ -672,7 +674,10 @@ class SqliteStore:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (when, backend, kernel, variant, outcome, text),
                 )
-        assert cursor.lastrowid is not None
+                assert cursor.lastrowid is not None
+                # Records are a recent history, not an archive: keep the newest only.
+                conn.execute("DELETE FROM records WHERE id <= ?",
+                             (cursor.lastrowid - MAX_RECORDS,))
         return cursor.lastrowid
 
     def records(self, last: int | None = None) -> list[CompilationRecordRow]:

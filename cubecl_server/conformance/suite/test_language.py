@@ -114,6 +114,23 @@ class TestBinary:
         check(got, want, f"{op} on {elem.value} (C truncation)", cubecl_seed,
               inputs={"a": a, "b": b})
 
+    @pytest.mark.parametrize("elem", params(INTS))
+    @pytest.mark.parametrize("op", ["idiv", "rem"])
+    def test_int_division_by_zero_gives_zero(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int, op: str, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        a = values(cubecl_rng, elem, n)
+        b = _divisors(cubecl_rng, elem, n)
+        b[::3] = 0
+        got = launch(cubecl_client, kernels.binary(op, elem), [a, b], a.dtype)
+        with np.errstate(all="ignore"):
+            nonzero = np.where(b == 0, 1, b).astype(b.dtype)
+            want = _trunc_div(a, nonzero) if op == "idiv" else np.fmod(a, nonzero)
+        want = np.where(b == 0, 0, want).astype(a.dtype)
+        check(got, want, f"{op} by zero on {elem.value} gives 0", cubecl_seed,
+              inputs={"a": a, "b": b})
+
     @pytest.mark.parametrize("elem", params(FLOATS))
     def test_float_rem_is_fmod(self, cubecl_client: ComputeClient,
                                cubecl_rng: np.random.Generator, cubecl_seed: int,

@@ -1,0 +1,177 @@
+"""The ``cuda`` backend's server: one GPU, one stream, launches through CuPy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cupy
+import numpy as np
+from cupy.cuda import runtime
+from cupy.cuda.function import Module
+
+from cubecl_cuda.artifact import LoadedCudaKernel
+from cubecl_cuda.capabilities import capabilities
+from cubecl_cuda.driver import MODULE_REJECTED, CudaError, cuda_error, status_name
+from cubecl_cuda.storage import CudaStorage
+from cubecl_server.device import DeviceInfo
+from cubecl_server.errors import ArtifactRejected
+from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.server import Binding
+
+__all__ = ["CudaServer", "device_arch", "MAX_GRID"]
+
+MAX_GRID = (2**31 - 1, 65535, 65535)
+"""Most blocks a grid may have per axis, on every architecture CUDA 12/13 support."""
+
+
+def device_arch(index: int) -> str:
+    """The exact SM architecture of device ``index`` (``sm_90``), from its compute
+    capability; two GPUs of one architecture run each other's cubins."""
+    props = runtime.getDeviceProperties(index)
+    return f"sm_{props['major']}{props['minor']}"
+
+
+def _elements(b: Binding) -> int:
+    n = b.size // (b.elem.bits // 8)
+    if n > 0xFFFFFFFF:
+        raise ValueError(f"an array of {n} elements is past what a u32 index reaches")
+    return n
+
+
+def _extent(dims: tuple[int, ...], axis: int) -> int:
+    return dims[axis] if axis < len(dims) else 1
+
+
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for extent in reversed(shape):
+        out.append(acc)
+        acc *= extent
+    return tuple(reversed(out))
+
+
+def _wire(value: np.generic, wire: str) -> np.generic:
+    if wire == "uint16":  # an f16 scalar travels as its bits
+        return np.asarray(value, dtype=np.float16).view(np.uint16)[()]
+    if wire == "uint8":  # a bool scalar travels as one byte
+        return np.uint8(bool(value))
+    return np.dtype(wire).type(value)
+
+
+class CudaServer:
+    """One GPU: its memory, a non-blocking stream every copy and launch is ordered on,
+    and the modules loaded on its (primary) context."""
+
+    backend = "cuda"
+
+    def __init__(self, device: DeviceInfo) -> None:
+        self.device = device
+        self.index = device.index
+        self._device = cupy.cuda.Device(self.index)
+        with self._device:
+            props = runtime.getDeviceProperties(self.index)
+            self.arch = f"sm_{props['major']}{props['minor']}"
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.capabilities = capabilities(max_threads=int(props["maxThreadsPerBlock"]),
+                                         shared_bytes=int(props["sharedMemPerBlock"]))
+        self.storage = CudaStorage(self.index)
+
+    def _address(self, b: Binding) -> int:
+        return int(b.resource.ptr) + b.offset
+
+    def read(self, binding: Binding) -> np.ndarray:
+        """A host copy of the binding's elements (waits for the work before it)."""
+        host = np.empty(_elements(binding), dtype=binding.elem.numpy_name)
+        if binding.size:
+            with self._device:
+                try:
+                    runtime.memcpyAsync(host.ctypes.data, self._address(binding), binding.size,
+                                        runtime.memcpyDeviceToHost, self.stream.ptr)
+                    self.stream.synchronize()
+                except CudaError as e:
+                    raise cuda_error("cudaMemcpyAsync(DtoH)", e) from e
+        return host
+
+    def write(self, binding: Binding, data: np.ndarray) -> None:
+        """Copy ``data`` into the binding, ordered after the work launched before."""
+        if data.nbytes != binding.size:
+            raise ValueError(f"writing {data.nbytes} bytes into a binding of {binding.size}")
+        if not binding.size:
+            return
+        src = np.ascontiguousarray(data)
+        with self._device:
+            try:
+                # From pageable memory the call returns once the bytes are staged, so
+                # ``src`` may go away as soon as it returns.
+                runtime.memcpyAsync(self._address(binding), src.ctypes.data, binding.size,
+                                    runtime.memcpyHostToDevice, self.stream.ptr)
+            except CudaError as e:
+                raise cuda_error("cudaMemcpyAsync(HtoD)", e) from e
+
+    def load_module(self, image: bytes, entry: str) -> tuple[Module, Any]:
+        """Load a cubin or PTX image and find ``entry`` in it.
+
+        ``ArtifactRejected`` when the driver refuses the image; ``DriverError`` for
+        any other failure.
+        """
+        with self._device:
+            module = Module()
+            try:
+                module.load(image)
+                return module, module.get_function(entry)
+            except CudaError as e:
+                if int(e.status) in MODULE_REJECTED:
+                    raise ArtifactRejected(f"{status_name(e)}: {e}") from e
+                raise cuda_error("cuModuleLoadData", e) from e
+
+    def launch(self, kernel: LoadedCudaKernel, count: CubeCount, dim: CubeDim,
+               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
+        """Launch on the stream: a grid of ``count`` blocks of ``dim`` threads."""
+        block = (dim.x, dim.y, dim.z)
+        if block != kernel.cube_dim:
+            raise ValueError(f"kernel {kernel.name!r} was compiled for cube dim "
+                             f"{kernel.cube_dim}, launched with {block}")
+        grid = (count.x, count.y, count.z)
+        if any(g > m for g, m in zip(grid, MAX_GRID, strict=True)):
+            raise ValueError(f"cube count {grid} is past CUDA's grid limits {MAX_GRID}")
+        if count.total == 0:
+            return
+        args: list[np.generic] = []
+        for p in kernel.params:
+            if p.kind == "array":
+                args.append(np.uint64(self._address(arrays[p.index])))
+            elif p.kind == "scalar":
+                args.append(_wire(scalars[p.index], p.wire))
+            elif p.kind == "len":
+                args.append(np.uint32(_elements(arrays[p.index])))
+            elif p.kind == "shape":
+                args.append(np.uint32(_extent(arrays[p.index].shape, p.dim)))
+            else:
+                args.append(np.uint32(_extent(_strides(arrays[p.index].shape), p.dim)))
+        with self._device:
+            try:
+                kernel.function(grid, block, tuple(args), stream=self.stream)
+            except CudaError as e:
+                raise cuda_error(f"cuLaunchKernel({kernel.name})", e) from e
+
+    def sync(self) -> None:
+        """Wait for the stream; a kernel's asynchronous fault surfaces here."""
+        with self._device:
+            try:
+                self.stream.synchronize()
+            except CudaError as e:
+                raise cuda_error("cudaStreamSynchronize", e) from e
+
+    def elapsed_ms(self, work: Callable[[], None]) -> float:
+        """Device time of the work ``work`` puts on the stream, between two events."""
+        with self._device:
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(self.stream)
+            work()
+            end.record(self.stream)
+            try:
+                end.synchronize()
+            except CudaError as e:
+                raise cuda_error("cudaEventSynchronize", e) from e
+            return float(cupy.cuda.get_elapsed_time(start, end))

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The cuda backend on a real GPU: the full conformance suite, the plugin's own tests
+# and a small benchmark, then one short table. Installs nothing (run it where
+# `pip install -e plugins/cubecl-cuda` was done); each step has a time limit and the
+# limits add up to 7m45s, so the whole check finishes in under 8 minutes.
+#
+#   plugins/cubecl-cuda/scripts/device-check.sh            # from anywhere
+#   PYTHON=/path/to/python plugins/cubecl-cuda/scripts/device-check.sh
+set -u
+cd "$(dirname "$0")/../../.."
+ROOT="$PWD"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
+OUT="$(mktemp -d)"
+export CUBECL_CACHE_DIR="$OUT/cache"   # a cold store: the first compile of each kernel is real
+export PYTHONDONTWRITEBYTECODE=1
+: >"$OUT/steps"
+
+step() {  # step NAME SECONDS CMD...: run with a time limit, keep status and wall time
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout -k 5 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  echo "$name $? $((SECONDS - t0))" >>"$OUT/steps"
+  tail -n 3 "$OUT/$name.log"
+}
+
+step devices 30 "$PY" -m cubecl_server.cli backends
+# The whole conformance suite on the GPU, as a user runs it, with the plugin's ptxas
+# check of every artifact the compile-only tests finalize.
+step conformance 300 "$PY" -m cubecl_server.cli conformance cuda -q -p no:cacheprovider \
+  -p cubecl_cuda.conformance
+# The plugin's own tests alone (-o addopts=-ra: the suite just ran above); the ones
+# that assert there is no GPU skip themselves.
+PLUGIN="$ROOT/plugins/cubecl-cuda"
+step tests 90 "$PY" -m pytest -q -p no:cacheprovider -c "$PLUGIN/pyproject.toml" \
+  --rootdir "$PLUGIN" -o addopts=-ra "$PLUGIN/tests"
+step benchmark 45 "$PY" - <<'PYEOF'
+"""saxpy on 2**24 f32: cold and warm compile, launch time, bandwidth."""
+import time
+
+import numpy as np
+
+from cubecl_server.compiler.record import CompilationRecord
+from cubecl_server.kernel import CubeCount, CubeDim, kernel
+from cubecl_server.lang import ABSOLUTE_POS, Array, f32
+from cubecl_server.runtime import create_client, recording
+
+
+@kernel
+def saxpy(x: Array[f32], y: Array[f32], a: f32) -> None:
+    i = ABSOLUTE_POS
+    if i < len(y):
+        y[i] = a * x[i] + y[i]
+
+
+n, dim = 1 << 24, CubeDim(256)
+count = CubeCount((n + 255) // 256)
+c = create_client("cuda")
+x, y = c.create(np.ones(n, np.float32)), c.create(np.full(n, 2.0, np.float32))
+with recording(c) as records:
+    t = time.perf_counter()
+    saxpy.launch(c, count, dim, x, y, 3.0)
+    c.sync()
+    cold_ms = (time.perf_counter() - t) * 1e3
+rec: CompilationRecord = records[0]
+assert np.all(c.read(y) == 5.0), "saxpy gave a wrong result"
+ms = c.server.elapsed_ms(lambda: [saxpy.launch(c, count, dim, x, y, 3.0) for _ in range(20)])
+per = ms / 20
+print(f"device {c.device}")
+print(f"first launch (compile+load) {cold_ms:.1f} ms, nvrtc "
+      f"{sum(s.ms for s in rec.stages if s.name == 'finalize'):.1f} ms, outcome {rec.outcome.value}")
+print(f"saxpy 2^24 f32: {per * 1e3:.1f} us/launch, {3 * 4 * n / per / 1e6:.1f} GB/s")
+PYEOF
+
+echo
+echo "cubecl-cuda device check"
+printf '%-14s %-6s %6s  %s\n' STEP STATUS SECONDS SUMMARY
+while read -r name rc secs; do
+  case "$name" in
+    conformance|tests) summary=$(grep -E '[0-9]+ (passed|failed|error|skipped)' \
+                           "$OUT/$name.log" | tail -n 1 | tr -d '=' | sed 's/^ *//') ;;
+    devices) summary=$(grep -E '^cuda ' "$OUT/$name.log" | tr -s ' ' | cut -c1-70) ;;
+    benchmark) summary=$(grep -E '^saxpy|Error' "$OUT/$name.log" | tail -n 1) ;;
+  esac
+  status=$([ "$rc" = 0 ] && echo ok || { [ "$rc" = 124 ] && echo timeout || echo "fail($rc)"; })
+  printf '%-14s %-6s %6s  %s\n' "$name" "$status" "$secs" "${summary:-}"
+done <"$OUT/steps"
+grep -E '^(device|first launch|saxpy)' "$OUT/benchmark.log" | sed 's/^/  /'
+grep -E '^cubecl (device|capabilities)' "$OUT/conformance.log" | cut -c1-110 | sed 's/^/  /'
+grep -q 'device_present=False' "$OUT/conformance.log" &&
+  echo "  no GPU here: the suite ran its compile-only tests only, the benchmark cannot run"
+echo "logs: $OUT"
+awk '$2 != 0 { bad = 1 } END { exit bad }' "$OUT/steps"

@@ -1,0 +1,232 @@
+"""The ``opencl`` backend's two compiler halves: OpenCL C to a program binary
+(:class:`OpenclArtifactCompiler`, any thread), and its load on the server's context
+(:class:`OpenclTarget`)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyopencl as cl
+from pyopencl import _cl
+
+from cubecl_server.compiler.contracts import Artifact
+from cubecl_server.compiler.record import CompilationRecording
+from cubecl_server.compiler.store import ArtifactStore, StoreNames, compilation_store
+from cubecl_server.errors import ArtifactRejected, CompilationError
+from cubecl_server.execution import ExecutionMode
+from cubecl_server.ir import Kernel
+from cubecl_server.kernel import CompiledKernel, CubeDim
+
+from . import BACKEND
+from .compiler import ArrayArg, KernelLayout, Need, OpenclCompiler, ScalarArg
+from .device import DeviceFeatures, features_of, variant_of
+
+if TYPE_CHECKING:
+    from .server import Enqueue
+
+__all__ = ["KIND", "BUILD_OPTIONS", "OpenclArtifactCompiler", "OpenclTarget", "LoadedKernel",
+           "build_error"]
+
+KIND = "cl-binary"
+"""The artifact kind: a ``CL_PROGRAM_BINARIES`` blob for one device."""
+
+BUILD_OPTIONS = "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
+"""Options every program is built with (part of what ``source`` hashes)."""
+
+# A build's warnings are about source we generated, not the user's: PyOpenCL's
+# CompilerWarning for them (raised at our build calls) would only be noise.
+warnings.filterwarnings("ignore", category=cl.CompilerWarning, module=__name__)
+
+_NEEDS = {Need.FP64: "f64 arithmetic needs cl_khr_fp64",
+          Need.FP16: "f16 arithmetic needs cl_khr_fp16",
+          Need.INT64_ATOMICS: "64-bit atomics need cl_khr_int64_base_atomics and "
+                              "cl_khr_int64_extended_atomics",
+          Need.SUBGROUPS: "plane operations need cl_khr_subgroups with a known size"}
+
+# clang's diagnostics, as PoCL and most drivers pass them on:
+# "<file>:LINE:COL: error: msg" or PoCL's "error: <file>:LINE:COL: msg".
+_DIAGNOSTIC = re.compile(r"(?:^|\s)(?:error: )?(?P<file>[^\s:]*):(?P<line>\d+):(?P<col>\d+):"
+                         r"\s*(?:(?:fatal )?error:\s*)?(?P<msg>.*)$")
+
+
+def build_error(kernel: str, source: str, log: str) -> CompilationError:
+    """A CompilationError for a failed build: the first error the log names, with the
+    generated source line it points at, and the whole log."""
+    lines = source.splitlines()
+    for raw in log.splitlines():
+        if "error" not in raw:
+            continue
+        m = _DIAGNOSTIC.search(raw)
+        if m is None:
+            continue
+        n, col = int(m.group("line")), int(m.group("col"))
+        quoted = lines[n - 1].strip() if 0 < n <= len(lines) else "<line not in the source>"
+        message = (f"the OpenCL compiler rejected the generated source at line {n}:{col}: "
+                   f"{m.group('msg').strip()}\n    {n} | {quoted}")
+        return CompilationError(message, kernel=kernel, backend=BACKEND, log=log)
+    return CompilationError("the OpenCL compiler rejected the generated source",
+                            kernel=kernel, backend=BACKEND, log=log)
+
+
+def _options(text: str) -> bytes:
+    return text.encode()
+
+
+class OpenclArtifactCompiler:
+    """Lowers to OpenCL C and builds it for the device into a program binary.
+
+    It builds on a context of its own (OpenCL contexts and program builds are
+    thread-safe; nothing here is shared with the server's queue), so it may run on
+    any thread of the loader's pool.
+    """
+
+    def __init__(self, compiler: OpenclCompiler, device: cl.Device,
+                 features: DeviceFeatures | None = None) -> None:
+        self.compiler = compiler
+        self.device = device
+        self.features = features or features_of(device)
+        self._variant = variant_of(device)
+        self._context: cl.Context | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def variant(self) -> str:
+        """Platform, device and driver versions: what the binaries are valid on."""
+        return self._variant
+
+    def _ctx(self) -> cl.Context:
+        with self._lock:
+            if self._context is None:
+                self._context = cl.Context([self.device])
+            return self._context
+
+    def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
+              recording: CompilationRecording) -> CompiledKernel:
+        """IR to OpenCL C, refusing what the device cannot run before anything is built."""
+        with recording.stage("lower"):
+            compiled = self.compiler.compile(kernel, cube_dim, mode)
+        layout: KernelLayout = compiled.repr
+        f = self.features
+        have = {Need.FP64: f.fp64, Need.FP16: f.fp16, Need.INT64_ATOMICS: f.int64_atomics,
+                Need.SUBGROUPS: f.subgroups}
+        missing = [_NEEDS[n] for n in sorted(layout.needs) if not have[n]]
+        if missing:
+            raise CompilationError(f"{'; '.join(missing)}, which {self.device.name.strip()} "
+                                   "does not report", kernel=kernel.name, backend=BACKEND)
+        if cube_dim.total > f.max_work_group_size or any(
+                d > m for d, m in zip((cube_dim.x, cube_dim.y, cube_dim.z),
+                                      f.max_work_item_sizes, strict=False)):
+            raise CompilationError(
+                f"cube dim {cube_dim.x}x{cube_dim.y}x{cube_dim.z} exceeds the device's work "
+                f"group limits ({f.max_work_group_size} units, per axis "
+                f"{list(f.max_work_item_sizes)})", kernel=kernel.name, backend=BACKEND)
+        if layout.shared_bytes > f.local_mem_bytes:
+            raise CompilationError(f"{layout.shared_bytes} bytes of shared memory exceed the "
+                                   f"device's {f.local_mem_bytes}",
+                                   kernel=kernel.name, backend=BACKEND)
+        return compiled
+
+    def source(self, compiled: CompiledKernel) -> bytes:
+        """The build options and the generated source: together they decide the binary."""
+        return f"// build options: {BUILD_OPTIONS}\n{compiled.source}".encode()
+
+    def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> Artifact:
+        """Build the program for the device and keep its ``CL_PROGRAM_BINARIES``."""
+        with recording.stage("finalize"):
+            payload = self.build(compiled.name, compiled.source)
+        recording.add("artifact", 0.0, len(payload))
+        layout: KernelLayout = compiled.repr
+        return Artifact(KIND, payload, {
+            "entry_point": compiled.entry_point, "kernel": compiled.name,
+            "build_options": BUILD_OPTIONS, "sha256": hashlib.sha256(payload).hexdigest(),
+            "params": layout.to_header(),
+        })
+
+    def build(self, kernel: str, source: str) -> bytes:
+        """The device binary of ``source``; CompilationError with the build log if the
+        OpenCL compiler rejects it."""
+        # The raw program, not pyopencl.Program: its build adds an include path,
+        # PYOPENCL_BUILD_OPTIONS and a binary cache of its own, none of which would
+        # be in what ``source`` hashes.
+        program = _cl._Program(self._ctx(), source)
+        try:
+            program.build(_options(BUILD_OPTIONS), [self.device])
+        except cl.Error as e:
+            try:
+                log = program.get_build_info(self.device, cl.program_build_info.LOG)
+            except cl.Error:
+                log = str(e)
+            raise build_error(kernel, source, log or str(e)) from None
+        (binary,) = program.get_info(cl.program_info.BINARIES)
+        return bytes(binary)
+
+
+@dataclass(frozen=True)
+class LoadedKernel:
+    """A kernel ready to launch on the server's context: the CL kernel (with its
+    scalar argument types set, for PyOpenCL's fast argument packing) and its layout.
+
+    ``enqueue`` is the launcher :func:`cubecl_opencl.server.make_enqueue` made for
+    this argument list once, here: a launch only calls it.
+    """
+
+    kernel: cl.Kernel
+    name: str
+    arrays: tuple[ArrayArg, ...]
+    scalars: tuple[ScalarArg, ...]
+    enqueue: Enqueue = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from .server import make_enqueue
+
+        object.__setattr__(self, "enqueue", make_enqueue(self.kernel, self.arrays))
+
+
+class OpenclTarget:
+    """Loads program binaries on the server's context; the store is the environment's
+    for this platform, device and driver."""
+
+    def __init__(self, context: cl.Context, device: cl.Device, store_names: StoreNames,
+                 variant: str) -> None:
+        self.context = context
+        self.device = device
+        self.store_names = store_names
+        self.variant = variant
+
+    @property
+    def store(self) -> ArtifactStore | None:
+        """The environment's store for this variant (None when caching is off)."""
+        return compilation_store(BACKEND, self.variant, self.store_names)
+
+    def load(self, artifact: Artifact) -> LoadedKernel:
+        """Program from binary, built for the device, and its kernel object.
+
+        A binary the driver refuses (or whose bytes are not the ones finalize
+        produced) raises ArtifactRejected; the loader purges it and compiles again.
+        """
+        from .server import scalar_arg_dtypes
+
+        h = artifact.header
+        entry, digest = h.get("entry_point"), h.get("sha256")
+        if artifact.kind != KIND or not isinstance(entry, str) or not isinstance(digest, str):
+            raise ArtifactRejected(f"not an OpenCL binary artifact (kind {artifact.kind!r})")
+        if hashlib.sha256(artifact.payload).hexdigest() != digest:
+            # Drivers accept some damaged binaries and fail later, or crash: check first.
+            raise ArtifactRejected("the binary's bytes do not match its checksum")
+        try:
+            arrays, scalars = KernelLayout.arrays_from_header(h.get("params"))
+        except ValueError as e:
+            raise ArtifactRejected(str(e)) from e
+        try:
+            program = _cl._Program(self.context, [self.device], [artifact.payload])
+            program.build(_options(str(h.get("build_options", ""))), [self.device])
+            kernel = cl.Kernel(program, entry)
+        except cl.Error as e:
+            raise ArtifactRejected(f"the driver rejected the binary: {e}") from e
+        kernel.set_scalar_arg_dtypes(scalar_arg_dtypes(arrays, scalars))
+        return LoadedKernel(kernel, str(h.get("kernel", entry)), arrays, scalars)

@@ -1,0 +1,145 @@
+"""The ``opencl`` compute server: one device, one context, one in-order queue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import numpy as np
+import pyopencl as cl
+
+from cubecl_server.device import Capabilities, DeviceInfo
+from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.server import Binding
+
+from . import BACKEND
+from .artifact import LoadedKernel
+from .compiler import ArrayArg, ScalarArg
+from .device import DeviceFeatures, capabilities_of
+from .errors import cl_error
+from .storage import OpenclStorage
+
+__all__ = ["OpenclServer", "scalar_arg_dtypes", "make_enqueue"]
+
+
+def scalar_arg_dtypes(arrays: Sequence[ArrayArg],
+                      scalars: Sequence[ScalarArg]) -> list[np.dtype | None]:
+    """The kernel's arguments as PyOpenCL's ``set_scalar_arg_dtypes`` wants them
+    (None for a buffer), in the order :mod:`cubecl_opencl.compiler` declares them."""
+    out: list[np.dtype | None] = []
+    for a in arrays:
+        out += [None, np.dtype(np.uint64), np.dtype(np.uint32)]
+        out += [np.dtype(np.uint32)] * (2 * a.dims)
+    # A bool is packed as one byte (struct "?"), which is the kernel's uchar.
+    out += [np.dtype(s.elem.numpy_name) for s in scalars]
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _shape_args(shape: tuple[int, ...], dims: int) -> tuple[int, ...]:
+    """Shape and stride (in elements, C order) per axis below ``dims``; 1 past the rank.
+
+    Cached: a program launches the same few shapes over and over.
+    """
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    out: list[int] = []
+    for d in range(dims):
+        out += (shape[d], strides[d]) if d < len(shape) else (1, 1)
+    return tuple(out)
+
+
+Enqueue = Callable[[cl.CommandQueue, tuple[int, ...], tuple[int, ...], Sequence[Binding],
+                    Sequence[np.generic]], object]
+"""A kernel's launcher: ``(queue, global_size, local_size, arrays, scalars)``."""
+
+
+def make_enqueue(kernel: cl.Kernel, arrays: Sequence[ArrayArg]) -> Enqueue:
+    """A launcher specialised to the kernel's argument list, made once at load.
+
+    It unpacks exactly one binding per array parameter (the client binds them in
+    order), turns byte offsets and sizes into element counts with a shift, adds the
+    shapes and strides the kernel reads, and calls PyOpenCL's generated enqueue with
+    all of it in one call: no per-launch list, loop or layout lookup.
+    """
+    names = [f"b{i}" for i in range(len(arrays))]
+    parts: list[str] = []
+    for b, a in zip(names, arrays, strict=True):
+        shift = (a.elem.bits // 8).bit_length() - 1  # element sizes are powers of two
+        parts += [f"{b}.resource", f"{b}.offset >> {shift}", f"{b}.size >> {shift}"]
+        if a.dims:
+            parts.append(f"*_shape_args({b}.shape, {a.dims})")
+    unpack = f"    {', '.join(names)}, = arrays\n" if names else "    ()= arrays\n"
+    src = (f"def enqueue(queue, global_size, local_size, arrays, scalars):\n{unpack}"
+           f"    return _knl(queue, global_size, local_size, {''.join(p + ', ' for p in parts)}"
+           "*scalars)\n")
+    namespace: dict[str, object] = {"_knl": kernel, "_shape_args": _shape_args}
+    exec(compile(src, f"<opencl launcher {kernel.function_name}>", "exec"), namespace)
+    return namespace["enqueue"]  # type: ignore[return-value]
+
+
+class OpenclServer:
+    """One OpenCL device: buffers in its context, kernels on its in-order queue.
+
+    Reads and writes are blocking copies straight between the caller's NumPy array
+    and the buffer (no staging copy); launches are asynchronous until ``sync`` or a
+    read.
+    """
+
+    backend = BACKEND
+
+    def __init__(self, info: DeviceInfo, device: cl.Device, features: DeviceFeatures) -> None:
+        self.device = info
+        self.cl_device = device
+        self.features = features
+        self.capabilities: Capabilities = capabilities_of(features)
+        try:
+            self.context = cl.Context([device])
+            self.queue = cl.CommandQueue(self.context, device)
+        except cl.Error as e:
+            raise cl_error("clCreateContext", e) from e
+        self.storage = OpenclStorage(self.context, features)
+
+    def read(self, binding: Binding) -> np.ndarray:
+        """A host copy of the binding's elements (waits for the work before it)."""
+        out = np.empty(binding.size // (binding.elem.bits // 8), binding.elem.numpy_name)
+        if out.size:
+            try:
+                cl.enqueue_copy(self.queue, out, binding.resource, src_offset=binding.offset,
+                                is_blocking=True)
+            except cl.Error as e:
+                raise cl_error("clEnqueueReadBuffer", e) from e
+        return out
+
+    def write(self, binding: Binding, data: np.ndarray) -> None:
+        """Copy ``data`` into the binding (blocking: ``data`` may change right after)."""
+        if data.nbytes > binding.size:
+            raise ValueError(f"{data.nbytes} bytes do not fit a binding of {binding.size}")
+        if data.nbytes:
+            try:
+                cl.enqueue_copy(self.queue, binding.resource, data, dst_offset=binding.offset,
+                                is_blocking=True)
+            except cl.Error as e:
+                raise cl_error("clEnqueueWriteBuffer", e) from e
+
+    def launch(self, kernel: LoadedKernel, count: CubeCount, dim: CubeDim,
+               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
+        """Set the kernel's arguments (buffers, offsets, lengths, shapes, scalars) and
+        enqueue ``count`` work groups of ``dim``."""
+        x, y, z = count.x, count.y, count.z
+        if not (x and y and z):
+            return  # an empty grid runs nothing; OpenCL 1.2 refuses a zero global size
+        dx, dy, dz = dim.x, dim.y, dim.z
+        try:
+            kernel.enqueue(self.queue, (x * dx, y * dy, z * dz), (dx, dy, dz), arrays,
+                           scalars)
+        except cl.Error as e:
+            raise cl_error("clEnqueueNDRangeKernel", e) from e
+
+    def sync(self) -> None:
+        """Wait until every launched command has finished."""
+        try:
+            self.queue.finish()
+        except cl.Error as e:
+            raise cl_error("clFinish", e) from e

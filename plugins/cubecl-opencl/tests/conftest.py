@@ -1,0 +1,60 @@
+"""Fixtures for the opencl backend's tests: real PoCL, our figures (PoCL's cache off)."""
+
+from __future__ import annotations
+
+import os
+
+# Before PyOpenCL starts PoCL: its own kernel cache would hide our compile path.
+os.environ["POCL_KERNEL_CACHE"] = "0"
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cubecl_server.client import ComputeClient
+from cubecl_server.config import reload_config
+from cubecl_server.runtime import create_client
+
+_ENV = ("CUBECL_ENVIRONMENT", "CUBECL_BUILD_ID", "CUBECL_COMPILATION_CACHE",
+        "CUBECL_COMPILATION_RECORD", "CUBECL_BACKEND", "CUBECL_EXECUTION_MODE",
+        "CUBECL_OPENCL_DEVICE")
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache root for the kernels every end-to-end test shares (compiled once)."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Settings from a clean slate, the cache in the session's root."""
+    monkeypatch.setenv("CUBECL_CACHE_DIR", str(session_cache))
+    for var in _ENV:
+        monkeypatch.delenv(var, raising=False)
+    reload_config()
+    yield session_cache
+    reload_config()
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache root of the test's own, for tests of what the store holds."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("CUBECL_CACHE_DIR", str(root))
+    reload_config()
+    return root
+
+
+@pytest.fixture(scope="session")
+def client() -> ComputeClient:
+    """One opencl client (checked mode) shared by the end-to-end tests."""
+    return create_client("opencl")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """Fresh random data for each test."""
+    return np.random.default_rng()

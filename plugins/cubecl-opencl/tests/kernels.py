@@ -1,0 +1,14 @@
+"""Kernels the tests launch, in a module so fresh processes can import them too."""
+
+from __future__ import annotations
+
+from cubecl_server.kernel import kernel
+from cubecl_server.lang import ABSOLUTE_POS, Array, f32
+
+
+@kernel
+def double(a: Array[f32], out: Array[f32]) -> None:
+    """out = 2 a."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = a[i] * 2.0

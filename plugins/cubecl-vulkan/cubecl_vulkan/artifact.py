@@ -1,0 +1,185 @@
+"""The ``vulkan`` backend's two compiler halves: GLSL to SPIR-V, and SPIR-V to a pipeline.
+
+The artifact (kind ``spirv``) is the SPIR-V module's bytes; its header is the
+:class:`~cubecl_vulkan.compiler.ShaderLayout` (entry point, work-group size, the
+array bindings and the metadata words) plus the kernel's name and the glslang that
+built it.
+
+Pipeline-cache data is kept beside it, in a map of its own of the same store
+namespace prefix (``vulkan/<version>/<variant>/pipeline-cache``), keyed by a hash of
+the artifact (payload and header): load seeds a ``VkPipelineCache`` with what a
+previous process stored there, and the first process to create the pipeline stores
+the cache's data. The store is insert-only, so that data is written once per
+artifact; the variant holds ``pipelineCacheUUID``, so it is never handed to a driver
+that cannot use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from cubecl_server.compiler.contracts import Artifact, Compiler
+from cubecl_server.compiler.key import KernelCacheKey
+from cubecl_server.compiler.record import CompilationRecording
+from cubecl_server.compiler.store import ArtifactStore, StoreNames, compilation_store
+from cubecl_server.driver import DriverError
+from cubecl_server.errors import ArtifactRejected, CompilationError
+from cubecl_server.execution import ExecutionMode
+from cubecl_server.ir import Kernel
+from cubecl_server.kernel import CompiledKernel, CubeDim
+from cubecl_vulkan import glslang
+from cubecl_vulkan.compiler import ShaderLayout, VulkanCompiler
+from cubecl_vulkan.device import BACKEND, PhysicalDevice
+from cubecl_vulkan.pipeline import LoadedKernel, build_pipeline, spirv_problem
+from cubecl_vulkan.server import VulkanServer
+
+__all__ = [
+    "KIND", "PIPELINE_CACHE_KIND", "STORE_NAMES", "PIPELINE_CACHE_NAMES",
+    "VulkanArtifactCompiler", "VulkanTarget", "pipeline_cache_key",
+]
+
+KIND = "spirv"
+PIPELINE_CACHE_KIND = "vk-pipeline-cache"
+STORE_NAMES = StoreNames(kernels="spirv", sources="glsl")
+PIPELINE_CACHE_NAMES = StoreNames(kernels="pipeline-cache", sources="pipeline-cache-source")
+"""The map pipeline-cache data is kept in (its sources map is not used)."""
+
+_CONTEXT_LINES = 2
+
+
+def _layout(compiled: CompiledKernel) -> ShaderLayout:
+    if not isinstance(compiled.repr, ShaderLayout):
+        raise CompilationError("the lowered kernel carries no shader layout (a Compiler "
+                               "that is not VulkanCompiler?)", kernel=compiled.name,
+                               backend=BACKEND)
+    return compiled.repr
+
+
+def _offending(source: str, log: str) -> str:
+    """The generated source lines glslang's messages point at, with some context."""
+    lines = source.splitlines()
+    out: list[str] = []
+    for n in glslang.error_lines(log):
+        lo, hi = max(1, n - _CONTEXT_LINES), min(len(lines), n + _CONTEXT_LINES)
+        out.extend(f"{'>' if i == n else ' '}{i:5d} | {lines[i - 1]}" for i in range(lo, hi + 1))
+        out.append("")
+    return "\n".join(out)
+
+
+class VulkanArtifactCompiler:
+    """Lowers IR to GLSL for this device's features and finalizes it with glslang.
+
+    The variant is the device's: UUID, pipelineCacheUUID, driver version and name.
+    """
+
+    def __init__(self, compiler: Compiler, physical: PhysicalDevice) -> None:
+        self.compiler = (compiler.for_device(physical.features)
+                         if isinstance(compiler, VulkanCompiler) else compiler)
+        self._variant = physical.variant
+
+    @property
+    def variant(self) -> str:
+        """The device this compiler's artifacts are for."""
+        return self._variant
+
+    def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
+              recording: CompilationRecording) -> CompiledKernel:
+        """IR to GLSL 450 compute source."""
+        with recording.stage("lower"):
+            return self.compiler.compile(kernel, cube_dim, mode)
+
+    def source(self, compiled: CompiledKernel) -> bytes | None:
+        """The GLSL, the layout and the glslang version and options: all finalize sees."""
+        tools = glslang.current()
+        if tools is None:
+            return None
+        layout = json.dumps(_layout(compiled).to_header(), sort_keys=True)
+        return f"{compiled.source}\n{layout}\n{tools.describe()}".encode()
+
+    def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> Artifact:
+        """GLSL to validated SPIR-V through glslangValidator (a subprocess)."""
+        layout = _layout(compiled)
+        tools = glslang.current()
+        if tools is None:
+            raise CompilationError(
+                "glslangValidator not found: install glslang-tools, `pip install "
+                f"cubecl-vulkan[glslang]`, or point {glslang.ENV_GLSLANG} at one",
+                kernel=compiled.name, backend=BACKEND)
+        with recording.stage("finalize"):
+            try:
+                spirv = tools.compile(compiled.source, compiled.name)
+            except glslang.GlslangError as e:
+                context = _offending(compiled.source, e.log)
+                log = e.log + ("\n--- generated GLSL ---\n" + context if context else "")
+                raise CompilationError(str(e), kernel=compiled.name, backend=BACKEND,
+                                       log=log) from e
+        recording.add("artifact", 0.0, len(spirv))
+        header = {**layout.to_header(), "kernel": compiled.name, "glslang": tools.describe()}
+        return Artifact(KIND, spirv, header)
+
+
+def pipeline_cache_key(artifact: Artifact) -> KernelCacheKey:
+    """Where the pipeline-cache data of ``artifact`` is kept: a hash of the artifact."""
+    h = hashlib.sha256(b"vk-pipeline-cache\0")
+    h.update(artifact.payload)
+    h.update(json.dumps(artifact.header, sort_keys=True).encode())
+    return KernelCacheKey(h.hexdigest())
+
+
+class VulkanTarget:
+    """Loads SPIR-V as compute pipelines on one server's device."""
+
+    def __init__(self, server: VulkanServer, store_names: StoreNames, variant: str) -> None:
+        self.server = server
+        self.store_names = store_names
+        self.variant = variant
+
+    @property
+    def store(self) -> ArtifactStore | None:
+        """The environment's store for this device's variant."""
+        return compilation_store(BACKEND, self.variant, self.store_names)
+
+    @property
+    def pipeline_caches(self) -> ArtifactStore | None:
+        """The map of pipeline-cache data, beside the artifacts of the same variant."""
+        return compilation_store(BACKEND, self.variant, PIPELINE_CACHE_NAMES)
+
+    def load(self, artifact: Artifact) -> LoadedKernel:
+        """Create the artifact's pipeline, seeded with stored pipeline-cache data.
+
+        Raises ArtifactRejected for something that is not our SPIR-V, or that the
+        driver refuses.
+        """
+        if artifact.kind != KIND:
+            raise ArtifactRejected(f"not a SPIR-V artifact (kind {artifact.kind!r})")
+        try:
+            layout = ShaderLayout.from_header(artifact.header)
+        except (KeyError, ValueError, TypeError) as e:
+            raise ArtifactRejected(f"SPIR-V artifact header is malformed: {e!r}") from e
+        problem = spirv_problem(artifact.payload)
+        if problem is not None:
+            raise ArtifactRejected(problem)
+        name = str(artifact.header.get("kernel", "kernel"))
+        caches = self.pipeline_caches
+        key = pipeline_cache_key(artifact)
+        stored = caches.get(key) if caches is not None else None
+        initial = stored.payload if stored is not None and stored.kind == PIPELINE_CACHE_KIND \
+            else None
+        device = self.server.vkdevice
+        try:
+            loaded = build_pipeline(device, name, artifact.payload, layout, initial)
+        except DriverError as e:
+            if initial is None:
+                raise ArtifactRejected(str(e)) from e
+            # The stored cache data may be what the driver chokes on: drop it, retry.
+            assert caches is not None
+            caches.purge(key)
+            try:
+                loaded = build_pipeline(device, name, artifact.payload, layout, None)
+            except DriverError as e2:
+                raise ArtifactRejected(str(e2)) from e2
+        if caches is not None and loaded.cache_data and not loaded.seeded:
+            caches.put(key, Artifact(PIPELINE_CACHE_KIND, loaded.cache_data, {"kernel": name}))
+        self.server.kernels.append(loaded)
+        return loaded

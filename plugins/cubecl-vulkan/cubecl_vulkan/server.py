@@ -1,0 +1,384 @@
+"""The ``vulkan`` backend's ComputeServer: buffers, launches, and the queue they run on.
+
+Launches are recorded into one open command buffer (a memory barrier between two
+dispatches, so each sees the previous one's writes) and submitted together when
+the host needs results: ``read``, ``write``, ``sync``, or a full batch. A submit
+waits on its fence; with nothing in flight afterwards, every per-batch resource
+(the metadata arena, freed buffers) is reclaimed at that point.
+
+Per launch, the metadata words (scalars, lengths, shapes, strides) are written into
+a host-visible arena at an aligned offset handed to the shader as the dynamic offset
+of binding 0. The array bindings do not change with it, so a descriptor set is
+cached per kernel and set of buffer ranges: a hot launch allocates nothing in
+Vulkan and makes four raw calls (bind pipeline, bind set, dispatch, barrier).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cubecl_server.device import DeviceInfo
+from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.server import Binding
+from cubecl_vulkan.device import PhysicalDevice, VulkanDevice, check, vk_error
+from cubecl_vulkan.pipeline import LoadedKernel
+from cubecl_vulkan.storage import VulkanBuffer, VulkanStorage
+
+__all__ = ["VulkanServer", "ARENA_BYTES", "MAX_BATCH"]
+
+ARENA_BYTES = 256 * 1024
+"""Metadata arena: one batch's launches' scalars and shapes (flushed when full)."""
+
+MAX_BATCH = 256
+"""Dispatches recorded before the batch is submitted without being asked to."""
+
+_POOL_SETS = 256
+_SET_CACHE_LIMIT = 4096
+_NO_TIMEOUT = 0xFFFFFFFFFFFFFFFF
+
+
+def _round_up(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+class VulkanServer:
+    """One Vulkan device as a cubecl-server ComputeServer (see the module docstring)."""
+
+    backend = "vulkan"
+
+    def __init__(self, physical: PhysicalDevice, index: int) -> None:
+        self.physical = physical
+        self.device: DeviceInfo = physical.info(index)
+        self.capabilities = physical.capabilities
+        self.vkdevice = VulkanDevice(physical)
+        vk = self.vk = self.vkdevice.vk
+        self.ffi, self.lib = vk.ffi, vk.lib
+        dev = self.vkdevice.handle
+        self.storage = VulkanStorage(self.vkdevice)
+        self.storage.reclaim = self.sync
+
+        pool_info = vk.VkCommandPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+            queueFamilyIndex=physical.queue_family)
+        self._command_pool = check("vkCreateCommandPool", vk.vkCreateCommandPool, dev,
+                                   pool_info, None)
+        alloc = vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            commandPool=self._command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            commandBufferCount=1)
+        self._cmd = check("vkAllocateCommandBuffers", vk.vkAllocateCommandBuffers, dev,
+                          alloc)[0]
+        self._fence = check("vkCreateFence", vk.vkCreateFence, dev,
+                            vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO),
+                            None)
+        self._fences = self.ffi.new("VkFence[1]", [self._fence])
+        self._cmds = self.ffi.new("VkCommandBuffer[1]", [self._cmd])
+        self._barrier = self.ffi.new("VkMemoryBarrier*", {
+            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            "srcAccessMask": vk.VK_ACCESS_SHADER_WRITE_BIT,
+            "dstAccessMask": vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT})
+        self._host_barrier = self.ffi.new("VkMemoryBarrier*", {
+            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            "srcAccessMask": vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            "dstAccessMask": vk.VK_ACCESS_HOST_READ_BIT})
+        self._offset = self.ffi.new("uint32_t[1]")
+
+        self._arena: VulkanBuffer = self.storage.create_buffer(
+            ARENA_BYTES, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, host=True)
+        assert self._arena.host is not None
+        self._arena_words = self._arena.host.view(np.uint32)
+        self._arena_at = 0
+        self._align = self.storage.alignment
+
+        self._pools: list[Any] = []
+        self._pool_free = 0
+        self._sets: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._recording = False
+        self._dispatches = 0
+        self.kernels: list[LoadedKernel] = []
+        """Every kernel loaded on this device (destroyed by :meth:`close`)."""
+
+    # ------------------------------------------------------------ memory
+
+    def read(self, binding: Binding) -> np.ndarray:
+        """A host copy of the binding's elements, once the work before it has run."""
+        self.sync()
+        buf: VulkanBuffer = binding.resource
+        dtype = np.dtype(binding.elem.numpy_name)
+        if buf.host is not None:
+            return buf.host[binding.offset:binding.offset + binding.size].view(dtype).copy()
+        return self._download(buf, binding.offset, binding.size).view(dtype)
+
+    def write(self, binding: Binding, data: np.ndarray) -> None:
+        """Overwrite the binding with ``data`` once the work before it has run."""
+        self.sync()
+        buf: VulkanBuffer = binding.resource
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        if raw.size != binding.size:
+            raise ValueError(f"writing {raw.size} bytes into a binding of {binding.size}")
+        if buf.host is not None:
+            buf.host[binding.offset:binding.offset + binding.size] = raw
+        else:
+            self._upload(buf, binding.offset, raw)
+
+    def _staged(self, size: int) -> VulkanBuffer:
+        vk = self.vk
+        return self.storage.create_buffer(
+            size, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+            host=True)
+
+    def _copy(self, src: VulkanBuffer, src_offset: int, dst: VulkanBuffer, dst_offset: int,
+              size: int) -> None:
+        if size == 0:
+            return
+        vk = self.vk
+        self._begin()
+        region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)
+        vk.vkCmdCopyBuffer(self._cmd, src.handle, dst.handle, 1, [region])
+        self._dispatches += 1
+        self.sync()
+
+    def _download(self, buf: VulkanBuffer, offset: int, size: int) -> np.ndarray:
+        staging = self._staged(size)
+        try:
+            self._copy(buf, offset, staging, 0, size)
+            assert staging.host is not None
+            return staging.host.copy()
+        finally:
+            self.storage.destroy_buffer(staging)
+
+    def _upload(self, buf: VulkanBuffer, offset: int, raw: np.ndarray) -> None:
+        staging = self._staged(raw.size)
+        try:
+            assert staging.host is not None
+            staging.host[:] = raw
+            self._copy(staging, 0, buf, offset, raw.size)
+        finally:
+            self.storage.destroy_buffer(staging)
+
+    # ------------------------------------------------------------ launches
+
+    def launch(self, kernel: LoadedKernel, count: CubeCount, dim: CubeDim,
+               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
+        """Record one dispatch of ``kernel`` over ``count`` work groups."""
+        layout = kernel.layout
+        if (dim.x, dim.y, dim.z) != layout.local_size:
+            raise ValueError(f"kernel {kernel.name!r} was compiled for cube dim "
+                             f"{layout.local_size}, launched with {(dim.x, dim.y, dim.z)}")
+        if len(arrays) != len(layout.arrays):
+            raise ValueError(f"kernel {kernel.name!r} takes {len(layout.arrays)} arrays, "
+                             f"given {len(arrays)}")
+        if count.total == 0:
+            return
+        groups = self._groups(count)
+        meta_bytes = kernel.meta_bytes
+        if self._arena_at + meta_bytes > ARENA_BYTES:
+            self.sync()
+        at = self._arena_at
+        self._fill_meta(kernel, at // 4, count, arrays, scalars)
+        self._arena_at = _round_up(at + meta_bytes, self._align)
+        descriptor_set = self._descriptor_set(kernel, arrays)
+
+        self._begin()
+        lib, vk, cmd = self.lib, self.vk, self._cmd
+        if self._dispatches:
+            lib.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                     self._barrier, 0, self.ffi.NULL, 0, self.ffi.NULL)
+        lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline)
+        self._offset[0] = at
+        lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
+                                    kernel.pipeline_layout, 0, 1, descriptor_set, 1,
+                                    self._offset)
+        lib.vkCmdDispatch(cmd, *groups)
+        self._dispatches += 1
+        if self._dispatches >= MAX_BATCH:
+            self.sync()
+
+    def _groups(self, count: CubeCount) -> tuple[int, int, int]:
+        """The work groups to dispatch for ``count``: as asked where the device allows
+        it, else the same number of cubes folded over the axes (the shader maps them
+        back from the count in the metadata, and the surplus ones leave at once)."""
+        mx, my, mz = self.physical.max_workgroup_count
+        if count.x <= mx and count.y <= my and count.z <= mz:
+            return count.x, count.y, count.z
+        total = count.total
+        gx = min(total, mx)
+        gy = min(-(-total // gx), my)
+        gz = -(-total // (gx * gy))
+        if gz > mz or total >= 1 << 32:
+            raise ValueError(f"cube count {(count.x, count.y, count.z)} has more cubes than "
+                             f"the device can dispatch (maxComputeWorkGroupCount "
+                             f"{(mx, my, mz)})")
+        return gx, gy, gz
+
+    def _fill_meta(self, kernel: LoadedKernel, word: int, count: CubeCount,
+                   arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
+        words = self._arena_words
+        for e in kernel.layout.meta:
+            if e.kind == "count":
+                words[word:word + 3] = (count.x, count.y, count.z)
+            elif e.kind == "scalar":
+                raw = scalars[e.index].tobytes()
+                if len(raw) < 4:
+                    raw = raw.ljust(4, b"\0")
+                words[word:word + e.words] = np.frombuffer(raw, np.uint32)
+            else:
+                b = arrays[e.index]
+                if e.kind == "len":
+                    value = b.size // (b.elem.bits // 8)
+                elif e.dim >= len(b.shape):
+                    value = 1  # past the rank: extent 1, stride 1
+                elif e.kind == "shape":
+                    value = b.shape[e.dim]
+                else:
+                    value = int(np.prod(b.shape[e.dim + 1:], dtype=np.int64))
+                words[word] = value & 0xFFFFFFFF
+            word += e.words
+
+    def _descriptor_set(self, kernel: LoadedKernel, arrays: Sequence[Binding]) -> Any:
+        """The cached ``VkDescriptorSet[1]`` binding ``arrays`` for ``kernel``."""
+        ranges = tuple((b.resource.key, b.offset, b.size) for b in arrays)
+        key = (kernel, ranges)
+        cached = self._sets.get(key)
+        if cached is not None:
+            return cached[1]
+        if len(self._sets) >= _SET_CACHE_LIMIT:
+            self.sync()
+            self._reset_sets()
+        limit = self.physical.max_storage_range
+        for a, b in zip(kernel.layout.arrays, arrays, strict=True):
+            if b.size > limit:
+                raise ValueError(f"array {a.name!r} of kernel {kernel.name!r} is {b.size} "
+                                 f"bytes; the device binds at most {limit} "
+                                 "(maxStorageBufferRange)")
+        handle = self._allocate_set(kernel.set_layout, len(arrays))
+        vk = self.vk
+        infos = [vk.VkDescriptorBufferInfo(buffer=self._arena.handle, offset=0,
+                                           range=kernel.meta_bytes)]
+        # A descriptor range cannot be empty; an empty slice still owns one alignment
+        # unit of its page, so binding 4 bytes of it stays inside the allocation.
+        infos += [vk.VkDescriptorBufferInfo(buffer=b.resource.handle, offset=b.offset,
+                                            range=max(b.size, 4)) for b in arrays]
+        writes = [vk.VkWriteDescriptorSet(
+            sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=handle, dstBinding=i,
+            descriptorCount=1,
+            descriptorType=(vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC if i == 0
+                            else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER),
+            pBufferInfo=[info]) for i, info in enumerate(infos)]
+        vk.vkUpdateDescriptorSets(self.vkdevice.handle, len(writes), writes, 0, None)
+        pointer = self.ffi.new("VkDescriptorSet[1]", [handle])
+        self._sets[key] = (handle, pointer)
+        return pointer
+
+    def _allocate_set(self, set_layout: Any, arrays: int) -> Any:
+        vk = self.vk
+        if self._pool_free == 0 or not self._pools:
+            self._new_pool(arrays)
+        for attempt in range(2):
+            info = vk.VkDescriptorSetAllocateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                descriptorPool=self._pools[-1], descriptorSetCount=1, pSetLayouts=[set_layout])
+            try:
+                handle = vk.vkAllocateDescriptorSets(self.vkdevice.handle, info)[0]
+            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool) as e:
+                if attempt:
+                    raise vk_error("vkAllocateDescriptorSets", e) from e
+                self._new_pool(arrays)
+                continue
+            except (vk.VkError, vk.VkException) as e:
+                raise vk_error("vkAllocateDescriptorSets", e) from e
+            self._pool_free -= 1
+            return handle
+        raise AssertionError("unreachable")
+
+    def _new_pool(self, arrays: int) -> None:
+        vk = self.vk
+        per_set = max(16, arrays)
+        sizes = [
+            vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                    descriptorCount=_POOL_SETS * per_set),
+            vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
+                                    descriptorCount=_POOL_SETS),
+        ]
+        info = vk.VkDescriptorPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=_POOL_SETS,
+            poolSizeCount=len(sizes), pPoolSizes=sizes)
+        self._pools.append(check("vkCreateDescriptorPool", vk.vkCreateDescriptorPool,
+                                 self.vkdevice.handle, info, None))
+        self._pool_free = _POOL_SETS
+
+    def _reset_sets(self) -> None:
+        """Forget every cached descriptor set (nothing in flight may use them)."""
+        for pool in self._pools:
+            self.vk.vkResetDescriptorPool(self.vkdevice.handle, pool, 0)
+        self._sets.clear()
+        if self._pools:
+            # Keep the first pool; the others were only needed while the cache was full.
+            for pool in self._pools[1:]:
+                self.vk.vkDestroyDescriptorPool(self.vkdevice.handle, pool, None)
+            del self._pools[1:]
+            self._pool_free = _POOL_SETS
+
+    # ------------------------------------------------------------ the queue
+
+    def _begin(self) -> None:
+        if not self._recording:
+            vk = self.vk
+            info = vk.VkCommandBufferBeginInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+            check("vkBeginCommandBuffer", vk.vkBeginCommandBuffer, self._cmd, info)
+            self._recording = True
+
+    def sync(self) -> None:
+        """Submit what was recorded, wait for it, and reclaim per-batch resources."""
+        if self._recording:
+            vk, lib, ffi = self.vk, self.lib, self.ffi
+            dev = self.vkdevice.handle
+            lib.vkCmdPipelineBarrier(self._cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+                                     | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                     vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, self._host_barrier,
+                                     0, ffi.NULL, 0, ffi.NULL)
+            self._recording = False
+            self._dispatches = 0
+            check("vkEndCommandBuffer", vk.vkEndCommandBuffer, self._cmd)
+            submit = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                     commandBufferCount=1, pCommandBuffers=self._cmds)
+            check("vkQueueSubmit", vk.vkQueueSubmit, self.vkdevice.queue, 1, [submit],
+                  self._fence)
+            check("vkWaitForFences", vk.vkWaitForFences, dev, 1, self._fences, vk.VK_TRUE,
+                  _NO_TIMEOUT)
+            check("vkResetFences", vk.vkResetFences, dev, 1, self._fences)
+            check("vkResetCommandBuffer", vk.vkResetCommandBuffer, self._cmd, 0)
+        self._arena_at = 0
+        if self.storage.reap():
+            # A destroyed buffer may be named by a cached set: start the cache afresh.
+            self._reset_sets()
+
+    def close(self) -> None:
+        """Finish the work and destroy every Vulkan object of this server."""
+        if self.vkdevice.handle is None:
+            return
+        self.sync()
+        self.vkdevice.wait_idle()
+        vk, dev = self.vk, self.vkdevice.handle
+        for pool in self._pools:
+            vk.vkDestroyDescriptorPool(dev, pool, None)
+        self._pools.clear()
+        self._sets.clear()
+        for k in self.kernels:
+            k.destroy(self.vkdevice)
+        self.kernels.clear()
+        vk.vkDestroyFence(dev, self._fence, None)
+        vk.vkDestroyCommandPool(dev, self._command_pool, None)
+        self.storage.destroy_buffer(self._arena)
+        self.storage.close()
+        self.vkdevice.close()
+
+    def __repr__(self) -> str:
+        return f"VulkanServer({self.device}, {self.storage!r})"

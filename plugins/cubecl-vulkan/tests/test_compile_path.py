@@ -1,0 +1,231 @@
+"""The compile path on vulkan: glslang errors, variants, the pipeline cache, the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pytest
+import vk_kernels as K
+from conftest import _client_or_skip, run_python
+from cubecl_vulkan.artifact import VulkanArtifactCompiler
+from cubecl_vulkan.compiler import ShaderFeatures, VulkanCompiler
+from cubecl_vulkan.device import PhysicalDevice
+
+from cubecl_server.client import ComputeClient
+from cubecl_server.compiler.contracts import Artifact
+from cubecl_server.compiler.key import KernelCacheKey
+from cubecl_server.compiler.record import CompilationRecording
+from cubecl_server.errors import CompilationError
+from cubecl_server.execution import ExecutionMode
+from cubecl_server.kernel import CompiledKernel, CubeCount, CubeDim
+from cubecl_server.runtime import create_client, recording
+
+T = TypeVar("T")
+
+
+def _recording() -> CompilationRecording:
+    return CompilationRecording(False, "k", "vulkan", "v")
+
+
+def _outcome(c: ComputeClient, dim: int = 64) -> str:
+    with recording(c) as records:
+        c.prepare(K.saxpy, CubeDim(dim))
+    assert len(records) == 1
+    return records[0].outcome.value
+
+
+def test_glslang_error_names_message_and_line(client: ComputeClient) -> None:
+    ac = client.loader.artifact_compiler
+    assert isinstance(ac, VulkanArtifactCompiler)
+    good = ac.lower(K.saxpy.ir(), CubeDim(64), ExecutionMode.CHECKED, _recording())
+    lines = good.source.splitlines()
+    at = next(i for i, line in enumerate(lines) if "s_alpha =" in line)
+    lines[at] = "    float s_alpha = undefined_thing + 1.0;"
+    bad = CompiledKernel(good.name, good.entry_point, "\n".join(lines) + "\n", good.extension,
+                         good.repr)
+    with pytest.raises(CompilationError) as info:
+        ac.finalize(bad, _recording())
+    err = info.value
+    assert err.backend == "vulkan" and err.kernel == "saxpy"
+    assert "undeclared identifier" in err.log and "undefined_thing" in err.log
+    # The offending generated line, marked, with its number.
+    assert f">{at + 1:5d} |     float s_alpha = undefined_thing + 1.0;" in err.log
+    assert "undefined_thing" in str(err)
+
+
+def test_missing_device_feature_is_a_compilation_error() -> None:
+    plain = VulkanCompiler(ShaderFeatures())
+    with pytest.raises(CompilationError, match="shaderInt64"):
+        plain.compile(K.wide_ops.ir(), CubeDim(64), ExecutionMode.CHECKED)
+    with pytest.raises(CompilationError, match="maxComputeWorkGroupInvocations"):
+        plain.compile(K.saxpy.ir(), CubeDim(256), ExecutionMode.CHECKED)
+
+
+def test_unchecked_mode_compiles_without_bounds(client: ComputeClient) -> None:
+    ac = client.loader.artifact_compiler
+    checked = ac.lower(K.saxpy.ir(), CubeDim(64), ExecutionMode.CHECKED, _recording())
+    unchecked = ac.lower(K.saxpy.ir(), CubeDim(64), ExecutionMode.UNCHECKED, _recording())
+    assert "ld_a_x_u32" in checked.source and "ld_a_x" not in unchecked.source
+    assert "local_size_x = 64" in unchecked.source
+
+
+def test_variant_names_device_driver_and_pipeline_cache(client: ComputeClient) -> None:
+    p: PhysicalDevice = client.server.physical
+    variant = client.loader.artifact_compiler.variant
+    assert p.pipeline_cache_uuid.hex() in variant
+    assert p.device_uuid.hex() in variant
+    assert str(p.driver_version) in variant and p.name in variant
+    store = client.loader.target.store
+    assert store is not None and p.pipeline_cache_uuid.hex() in store.kernels_namespace
+
+
+def test_other_variant_is_never_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _client_or_skip()
+    try:
+        assert _outcome(first) == "compiled"
+        again = create_client("vulkan")
+        assert _outcome(again) == "loaded"
+        again.server.close()
+    finally:
+        first.server.close()
+    # The same device as a driver with another pipelineCacheUUID would see it.
+    real = PhysicalDevice.variant.fget
+    assert real is not None
+    monkeypatch.setattr(PhysicalDevice, "variant",
+                        property(lambda self: real(self).replace("cache ", "cache ffff")))
+    other = create_client("vulkan")
+    try:
+        assert "cache ffff" in other.loader.artifact_compiler.variant
+        assert _outcome(other) == "compiled"
+    finally:
+        other.server.close()
+
+
+_ROUND_TRIP = """
+import json
+from cubecl_server.compiler.key import KernelCacheKey
+from cubecl_server.kernel import CubeDim
+from cubecl_server.runtime import create_client, recording
+from cubecl_vulkan.artifact import pipeline_cache_key
+import vk_kernels as K
+
+c = create_client("vulkan")
+with recording(c) as records:
+    c.prepare(K.saxpy, CubeDim(64))
+aid = c.artifact_id(K.saxpy, CubeDim(64), {})
+loaded = c.loader.get(aid)
+artifact = c.loader.target.store.get(KernelCacheKey.of(aid, c.loader.build_id))
+stored = c.loader.target.pipeline_caches.get(pipeline_cache_key(artifact))
+print(json.dumps({"outcome": records[0].outcome.value, "seeded": loaded.seeded,
+                  "data": loaded.cache_data.hex(),
+                  "stored": None if stored is None else stored.payload.hex()}))
+"""
+
+
+def _build_id_now() -> str:
+    """The build id a fresh process would compute now (the hash of the core's and the
+    plugin's source files, which other work on an editable install may be changing)."""
+    from cubecl_server.compiler import key
+
+    return str(key._build_id.__wrapped__("cubecl_vulkan", ""))
+
+
+def _with_stable_build(pair: Callable[[], T]) -> T:
+    """Run ``pair`` (two fresh processes, the second expecting the first's artifacts)
+    again when the source files changed meanwhile: then "rekeyed" is right, and says
+    nothing about this backend. Deterministic on a quiet checkout: one run."""
+    for _ in range(5):
+        before = _build_id_now()
+        result = pair()
+        if _build_id_now() == before:
+            return result
+    pytest.fail("the build id kept changing while the test ran (files being edited)")
+
+
+def test_pipeline_cache_round_trip_in_fresh_processes(client: ComputeClient,
+                                                      cache_dir: Path) -> None:
+    def pair() -> tuple[dict[str, Any], dict[str, Any]]:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        return (json.loads(run_python(_ROUND_TRIP).stdout.splitlines()[-1]),
+                json.loads(run_python(_ROUND_TRIP).stdout.splitlines()[-1]))
+
+    first, second = _with_stable_build(pair)
+    assert first["outcome"] == "compiled" and not first["seeded"]
+    assert first["data"] and first["stored"] == first["data"]
+    assert second["outcome"] == "loaded"
+    assert second["seeded"]  # the pipeline cache started from the stored data
+    assert second["stored"] == first["stored"]
+
+
+def test_corrupt_stored_spirv_is_rejected_and_recompiled(client: ComputeClient) -> None:
+    c = client
+    aid = c.artifact_id(K.saxpy, CubeDim(64), {})
+    key = KernelCacheKey.of(aid, c.loader.build_id)
+    store = c.loader.target.store
+    assert store is not None
+    header = c.loader.artifact_compiler.finalize(
+        c.loader.artifact_compiler.lower(aid.kernel.ir, CubeDim(64), c.mode, _recording()),
+        _recording()).header
+    assert store.put(key, Artifact("spirv", b"\x00" * 64, header))
+    assert _outcome(c) == "compiled"
+    stored = store.get(key)
+    assert stored is not None and stored.payload[:4] == b"\x03\x02\x23\x07"
+    n = 300
+    x = np.arange(n, dtype=np.float32)
+    out = c.empty(n, np.float32)
+    K.saxpy.launch(c, CubeCount(5), CubeDim(64), c.create(x), c.create(x), out, np.float32(1))
+    np.testing.assert_array_equal(c.read(out), 2 * x)
+
+
+def test_rekeyed_when_only_the_build_id_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _client_or_skip()
+    try:
+        assert _outcome(first) == "compiled"
+    finally:
+        first.server.close()
+    monkeypatch.setenv("CUBECL_BUILD_ID", "another build")
+    second = create_client("vulkan")
+    try:
+        assert _outcome(second) == "rekeyed"
+    finally:
+        second.server.close()
+
+
+def test_get_batch_compiles_many_kernels(client: ComputeClient) -> None:
+    c = client
+    ids = [c.artifact_id(K.add_const, CubeDim(64), {"C": v}) for v in range(6)]
+    with recording(c) as records:
+        loaded = c.loader.get_batch(ids)
+    assert len(loaded) == 6 and {r.outcome.value for r in records} == {"compiled"}
+    a = np.arange(100, dtype=np.int32)
+    out = c.empty(100, np.int32)
+    K.add_const.launch(c, CubeCount(2), CubeDim(64), c.create(a), out, C=5)
+    np.testing.assert_array_equal(c.read(out), a + 5)
+
+
+def _demo() -> list[str]:
+    proc = subprocess.run([sys.executable, "-m", "cubecl_server.cli", "demo"],
+                          env={**os.environ, "CUBECL_BACKEND": "vulkan"},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = proc.stdout.splitlines()
+    assert rows[0].startswith("backend vulkan")
+    return [line.split()[1] for line in rows[2:] if line.strip()]
+
+
+def test_demo_twice_compiles_then_loads(client: ComputeClient, cache_dir: Path) -> None:
+    def pair() -> tuple[list[str], list[str]]:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        return _demo(), _demo()
+
+    first, second = _with_stable_build(pair)
+    assert first == ["compiled"] * 3
+    assert second == ["loaded"] * 3
