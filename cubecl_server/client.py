@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.memory_management import ErrorGraph, Handle, MemoryManagement, MemoryUsage
 from cubecl_server.server import Binding, ComputeServer
 from cubecl_server.stream import ExecuteScope, Failures
+from cubecl_server.timestamp_profiler import ProfileDuration, profile
 
 if TYPE_CHECKING:
     from cubecl_server.kernel import KernelFunction
@@ -146,6 +147,12 @@ class ComputeClient:
             more = f"\n  ... and {count - len(lost)} more" if count > len(lost) else ""
             raise UnreadFailuresError(f"{count} failed launch(es) whose outputs were never "
                                       f"read:\n{shown}{more}")
+
+    def profile(self, work: Callable[[], object]) -> ProfileDuration:
+        """Run ``work`` (launches on this client) and say how long the device took:
+        by its own timestamps where the backend has them, else by the host's clock
+        around a sync (``ProfileDuration.method`` says which)."""
+        return profile(self.server, work)
 
     def memory_usage(self) -> MemoryUsage:
         """How much device memory this client's buffers use and reserve."""

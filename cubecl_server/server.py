@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from cubecl_server.ir import Elem
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.storage import ComputeStorage
 
-__all__ = ["Binding", "ComputeServer"]
+__all__ = ["Binding", "ComputeServer", "DeviceTimer"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +57,22 @@ class ComputeServer(Protocol):
     def sync(self) -> None:
         """Wait until all launched work has finished."""
         ...
+
+
+@runtime_checkable
+class DeviceTimer(Protocol):
+    """What a server implements to time launches with the device's own clock
+    (OpenCL event profiling, Vulkan timestamp queries, CUDA events).
+
+    Optional: a server without it is profiled with host timestamps around a sync.
+    """
+
+    def start_timing(self) -> None:
+        """Start timing every launch from now on."""
+        ...
+
+    def stop_timing(self) -> float:
+        """Wait for the launches made since :meth:`start_timing`, stop timing, and
+        return the seconds the device spent running them."""
+        ...
+

@@ -1,13 +1,52 @@
-"""Simple system profiling using timestamps: named sections timed with ``perf_counter_ns``."""
+"""Simple system profiling using timestamps: how long work took, by the device's clock
+where the server has one, else by the host's around a sync; and named sections of a
+program timed with ``perf_counter_ns``."""
 
 from __future__ import annotations
 
+import enum
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["Section", "TimestampProfiler"]
+from cubecl_server.server import ComputeServer, DeviceTimer
+
+__all__ = ["ProfileDuration", "TimingMethod", "profile", "Section", "TimestampProfiler"]
+
+
+class TimingMethod(enum.Enum):
+    """Which clock a profile was taken with."""
+
+    DEVICE = "device"
+    """The device's own timestamps of the launches: no host overhead included."""
+    SYSTEM = "system"
+    """The host's clock from before the work until a sync after it."""
+
+
+@dataclass(frozen=True)
+class ProfileDuration:
+    """How long some work took, and by which clock."""
+
+    seconds: float
+    method: TimingMethod
+
+
+def profile(server: ComputeServer, work: Callable[[], object]) -> ProfileDuration:
+    """Run ``work`` (launches on ``server``) and time it, with the device's clock when
+    the server is a :class:`~cubecl_server.server.DeviceTimer`."""
+    server.sync()  # earlier work must not be counted
+    if isinstance(server, DeviceTimer):
+        server.start_timing()
+        try:
+            work()
+        finally:
+            seconds = server.stop_timing()
+        return ProfileDuration(seconds, TimingMethod.DEVICE)
+    start = time.perf_counter()
+    work()
+    server.sync()
+    return ProfileDuration(time.perf_counter() - start, TimingMethod.SYSTEM)
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,6 @@ def _python(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_cli_prints_the_header_and_passes(tmp_path: Path) -> None:
     done = _python(["-m", "cubecl_server.cli", "conformance", "cpu", "-k",
                     "TestMemory or test_cold_launch or test_saxpy"], tmp_path)
-    if "invalid choice: 'conformance'" in done.stderr:
-        # Until the command is registered in cubecl_server.cli.SUBCOMMANDS.
-        done = _python(["-c", "import sys\nfrom cubecl_server.cli import SUBCOMMANDS, main\n"
-                        "from cubecl_server.cli.conformance import add_conformance_command\n"
-                        "SUBCOMMANDS.append(add_conformance_command)\n"
-                        "sys.exit(main(sys.argv[1:]))", "conformance", "cpu", "-k",
-                        "TestMemory or test_cold_launch or test_saxpy"], tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cubecl conformance: backend cpu (cubecl-server" in done.stdout
     assert "cubecl device: cpu:0" in done.stdout and "variant cpython-" in done.stdout

@@ -36,7 +36,6 @@ from cubecl_server.conformance.plugin import (
     pytest_runtest_setup,
     pytest_terminal_summary,
     subject,
-    suite_files,
 )
 
 __all__ = [
@@ -44,5 +43,5 @@ __all__ = [
     "cubecl_rng", "cubecl_seed", "cubecl_subject", "missing_capability", "pytest_addhooks",
     "pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
     "pytest_report_header", "pytest_runtest_makereport", "pytest_runtest_setup",
-    "pytest_terminal_summary", "subject", "suite_files",
+    "pytest_terminal_summary", "subject",
 ]

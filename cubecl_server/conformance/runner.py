@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cubecl_server.conformance.plugin import suite_files
+from cubecl_server.conformance.plugin import SUITE_DIR
 
 __all__ = ["INI", "suite_args", "SuiteRun", "run_suite"]
 
@@ -27,7 +27,7 @@ def suite_args(backend: str, extra: Sequence[str] = (), device: int | None = Non
             "--cubecl-backend", backend]
     if device is not None:
         args += ["--cubecl-device", str(device)]
-    return [*args, *(str(p) for p in suite_files()), *extra]
+    return [*args, str(SUITE_DIR), *extra]
 
 
 @dataclass

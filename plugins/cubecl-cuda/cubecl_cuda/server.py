@@ -61,7 +61,17 @@ def _wire(value: np.generic, wire: str) -> np.generic:
 
 class CudaServer:
     """One GPU: its memory, a non-blocking stream every copy and launch is ordered on,
-    and the modules loaded on its (primary) context."""
+    and the modules loaded on its (primary) context.
+
+    A :class:`~cubecl_server.server.DeviceTimer` through CUDA events: between
+    ``start_timing`` and ``stop_timing`` each launch is bracketed by a pair of events
+    on the stream, and ``stop_timing`` returns the sum of the pairs' elapsed times.
+    That is the time the GPU spent on the launches themselves, not the wall span of
+    the window: host time between launches (and copies made meanwhile) is left out,
+    as with OpenCL's event profiling (a pair does hold the few microseconds a launch
+    takes to reach a GPU that was idle). Outside a timing window a launch records
+    nothing.
+    """
 
     backend = "cuda"
 
@@ -76,6 +86,8 @@ class CudaServer:
         self.capabilities = capabilities(max_threads=int(props["maxThreadsPerBlock"]),
                                          shared_bytes=int(props["sharedMemPerBlock"]))
         self.storage = CudaStorage(self.index)
+        self._events: list[tuple[cupy.cuda.Event, cupy.cuda.Event]] | None = None
+        """Each launch's (before, after) events while timing, else None."""
 
     def _address(self, b: Binding) -> int:
         return int(b.resource.ptr) + b.offset
@@ -149,9 +161,17 @@ class CudaServer:
                 args.append(np.uint32(_extent(arrays[p.index].shape, p.dim)))
             else:
                 args.append(np.uint32(_extent(_strides(arrays[p.index].shape), p.dim)))
+        events = self._events
         with self._device:
             try:
-                kernel.function(grid, block, tuple(args), stream=self.stream)
+                if events is None:
+                    kernel.function(grid, block, tuple(args), stream=self.stream)
+                else:
+                    before, after = cupy.cuda.Event(), cupy.cuda.Event()
+                    before.record(self.stream)
+                    kernel.function(grid, block, tuple(args), stream=self.stream)
+                    after.record(self.stream)
+                    events.append((before, after))
             except CudaError as e:
                 raise cuda_error(f"cuLaunchKernel({kernel.name})", e) from e
 
@@ -162,6 +182,28 @@ class CudaServer:
                 self.stream.synchronize()
             except CudaError as e:
                 raise cuda_error("cudaStreamSynchronize", e) from e
+
+    def start_timing(self) -> None:
+        """Time every launch from now on, each between two events on the stream."""
+        if self._events is not None:
+            raise RuntimeError("start_timing while already timing")
+        self._events = []
+
+    def stop_timing(self) -> float:
+        """Wait for the stream, stop timing and return the seconds the GPU spent on
+        the launches since :meth:`start_timing`: the sum over them of the time from
+        the event before each to the event after it."""
+        events = self._events
+        if events is None:
+            raise RuntimeError("stop_timing without start_timing")
+        self._events = None
+        self.sync()
+        with self._device:
+            try:
+                ms = sum(cupy.cuda.get_elapsed_time(b, a) for b, a in events)
+            except CudaError as e:
+                raise cuda_error("cudaEventElapsedTime", e) from e
+        return float(ms) * 1e-3
 
     def elapsed_ms(self, work: Callable[[], None]) -> float:
         """Device time of the work ``work`` puts on the stream, between two events."""

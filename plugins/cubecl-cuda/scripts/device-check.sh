@@ -34,7 +34,7 @@ PLUGIN="$ROOT/plugins/cubecl-cuda"
 step tests 90 "$PY" -m pytest -q -p no:cacheprovider -c "$PLUGIN/pyproject.toml" \
   --rootdir "$PLUGIN" -o addopts=-ra "$PLUGIN/tests"
 step benchmark 45 "$PY" - <<'PYEOF'
-"""saxpy on 2**24 f32: cold and warm compile, launch time, bandwidth."""
+"""saxpy on 2**24 f32: cold and warm compile, launch time, client.profile, bandwidth."""
 import time
 
 import numpy as np
@@ -43,6 +43,7 @@ from cubecl_server.compiler.record import CompilationRecord
 from cubecl_server.kernel import CubeCount, CubeDim, kernel
 from cubecl_server.lang import ABSOLUTE_POS, Array, f32
 from cubecl_server.runtime import create_client, recording
+from cubecl_server.timestamp_profiler import TimingMethod
 
 
 @kernel
@@ -65,9 +66,16 @@ rec: CompilationRecord = records[0]
 assert np.all(c.read(y) == 5.0), "saxpy gave a wrong result"
 ms = c.server.elapsed_ms(lambda: [saxpy.launch(c, count, dim, x, y, 3.0) for _ in range(20)])
 per = ms / 20
+# client.profile: the server is a DeviceTimer, so the sum of each launch's event pair.
+one = c.profile(lambda: saxpy.launch(c, count, dim, x, y, 3.0))
+took = c.profile(lambda: [saxpy.launch(c, count, dim, x, y, 3.0) for _ in range(20)])
+assert took.method is TimingMethod.DEVICE, took
+assert 0 < one.seconds < took.seconds, (one, took)
 print(f"device {c.device}")
 print(f"first launch (compile+load) {cold_ms:.1f} ms, nvrtc "
       f"{sum(s.ms for s in rec.stages if s.name == 'finalize'):.1f} ms, outcome {rec.outcome.value}")
+print(f"profile (client.profile, {took.method.value}): {took.seconds / 20 * 1e6:.1f} us/launch "
+      f"over 20, {one.seconds * 1e6:.1f} us for 1")
 print(f"saxpy 2^24 f32: {per * 1e3:.1f} us/launch, {3 * 4 * n / per / 1e6:.1f} GB/s")
 PYEOF
 
@@ -84,7 +92,7 @@ while read -r name rc secs; do
   status=$([ "$rc" = 0 ] && echo ok || { [ "$rc" = 124 ] && echo timeout || echo "fail($rc)"; })
   printf '%-14s %-6s %6s  %s\n' "$name" "$status" "$secs" "${summary:-}"
 done <"$OUT/steps"
-grep -E '^(device|first launch|saxpy)' "$OUT/benchmark.log" | sed 's/^/  /'
+grep -E '^(device|first launch|profile|saxpy)' "$OUT/benchmark.log" | sed 's/^/  /'
 grep -E '^cubecl (device|capabilities)' "$OUT/conformance.log" | cut -c1-110 | sed 's/^/  /'
 grep -q 'device_present=False' "$OUT/conformance.log" &&
   echo "  no GPU here: the suite ran its compile-only tests only, the benchmark cannot run"

@@ -17,6 +17,8 @@ from cubecl_server.kernel import CubeDim, kernel
 from cubecl_server.lang import ABSOLUTE_POS, Array, f32
 from cubecl_server.plugins import registry, reset_registry
 from cubecl_server.runtime import create_client
+from cubecl_server.server import DeviceTimer
+from cubecl_server.timestamp_profiler import TimingMethod
 
 
 @kernel
@@ -99,3 +101,16 @@ def test_compile_only_client(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "compile-only (sm_80" in str(client.device)
     with pytest.raises(BackendUnavailable, match="compile-only"):
         client.empty(16, "float32")
+
+
+def test_only_a_gpu_server_times_with_the_device() -> None:
+    """CudaServer times launches with CUDA events (run on a GPU by device-check.sh);
+    the compile-only server has no device, so ``client.profile`` uses the host clock."""
+    from cubecl_cuda.compile_only import CompileOnlyServer
+    from cubecl_cuda.server import CudaServer
+
+    assert issubclass(CudaServer, DeviceTimer)
+    assert not isinstance(CompileOnlyServer(), DeviceTimer)
+    reset_registry()
+    client = create_client("cuda", compile_only=True)
+    assert client.profile(lambda: None).method is TimingMethod.SYSTEM

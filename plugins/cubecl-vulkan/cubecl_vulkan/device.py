@@ -111,7 +111,13 @@ class PhysicalDevice:
     extensions: frozenset[str]
     queue_family: int
     timestamp_bits: int
+    """The queue family's ``timestampValidBits`` (0: no timestamps on it)."""
     timestamp_period: float
+    """``VkPhysicalDeviceLimits.timestampPeriod``: nanoseconds per timestamp tick."""
+    timestamps: bool
+    """Whether the chosen queue writes timestamps: ``timestampValidBits > 0``, a
+    positive period, and, on a queue without graphics, ``timestampComputeAndGraphics``
+    (a compute-only queue of a device without it is not trusted)."""
     min_storage_offset_alignment: int
     max_storage_range: int
     max_workgroup_count: tuple[int, int, int]
@@ -232,6 +238,9 @@ def _describe(vk: Any, handle: Any) -> PhysicalDevice | None:
         extensions=extensions, queue_family=family,
         timestamp_bits=int(families[family].timestampValidBits),
         timestamp_period=float(limits.timestampPeriod),
+        timestamps=bool(families[family].timestampValidBits > 0 and limits.timestampPeriod > 0
+                        and (limits.timestampComputeAndGraphics
+                             or families[family].queueFlags & vk.VK_QUEUE_GRAPHICS_BIT)),
         min_storage_offset_alignment=int(limits.minStorageBufferOffsetAlignment),
         max_storage_range=int(limits.maxStorageBufferRange),
         max_workgroup_count=tuple(int(x) for x in limits.maxComputeWorkGroupCount),

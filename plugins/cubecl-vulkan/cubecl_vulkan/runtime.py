@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cubecl_server.device import DeviceInfo
 from cubecl_vulkan.device import BACKEND, physical_devices
-from cubecl_vulkan.server import VulkanServer
+from cubecl_vulkan.server import VulkanServer, server_class
 
 __all__ = ["VulkanRuntime"]
 
@@ -22,8 +22,10 @@ class VulkanRuntime:
         return [p.info(i) for i, p in enumerate(physical_devices())]
 
     def create_server(self, device: int) -> VulkanServer:
-        """A server (its own logical device and queue) for ``devices()[device]``."""
+        """A server (its own logical device and queue) for ``devices()[device]``: a
+        ``TimedVulkanServer`` (a DeviceTimer) where its queue writes timestamps."""
         found = physical_devices()
         if not 0 <= device < len(found):
             raise IndexError(f"vulkan has {len(found)} usable device(s); there is no {device}")
-        return VulkanServer(found[device], device)
+        physical = found[device]
+        return server_class(physical)(physical, device)

@@ -27,7 +27,10 @@ from cubecl_vulkan.device import PhysicalDevice, VulkanDevice, check, vk_error
 from cubecl_vulkan.pipeline import LoadedKernel
 from cubecl_vulkan.storage import VulkanBuffer, VulkanStorage
 
-__all__ = ["VulkanServer", "ARENA_BYTES", "MAX_BATCH"]
+__all__ = [
+    "VulkanServer", "TimedVulkanServer", "server_class", "ARENA_BYTES", "MAX_BATCH",
+    "QUERIES_PER_POOL",
+]
 
 ARENA_BYTES = 256 * 1024
 """Metadata arena: one batch's launches' scalars and shapes (flushed when full)."""
@@ -382,3 +385,144 @@ class VulkanServer:
 
     def __repr__(self) -> str:
         return f"VulkanServer({self.device}, {self.storage!r})"
+
+
+QUERIES_PER_POOL = 2 * MAX_BATCH
+"""Timestamps one query pool holds: two per dispatch of a full batch. Results are
+read back at every submit, so one pool serves any number of timed launches; another
+is added only if a command buffer ever held more dispatches than that."""
+
+
+class _TimestampingLib:
+    """What :attr:`VulkanServer.lib` is while a :class:`TimedVulkanServer` times:
+    the binding's ``lib`` with ``vkCmdDispatch`` bracketed by two timestamps, so
+    :meth:`VulkanServer.launch` records exactly as it does untimed (and the untimed
+    launch is the same code, with no test for timing in it)."""
+
+    def __init__(self, server: TimedVulkanServer) -> None:
+        self._server = server
+        self._lib = server.untimed_lib
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._lib, name)
+        setattr(self, name, value)  # looked up once
+        return value
+
+    def vkCmdDispatch(self, cmd: Any, x: int, y: int, z: int) -> None:
+        s, lib = self._server, self._lib
+        pool, query = s._next_queries()
+        stage = s.vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        lib.vkCmdWriteTimestamp(cmd, stage, pool, query)
+        lib.vkCmdDispatch(cmd, x, y, z)
+        lib.vkCmdWriteTimestamp(cmd, stage, pool, query + 1)
+
+
+class TimedVulkanServer(VulkanServer):
+    """A :class:`VulkanServer` on a queue that writes timestamps: a
+    :class:`~cubecl_server.server.DeviceTimer`.
+
+    ``isinstance(server, DeviceTimer)`` looks at the class, so the choice is made per
+    class (:func:`server_class`): a device whose queue has no timestamps gets a plain
+    ``VulkanServer`` and is profiled with the host's clock.
+
+    While timing, each dispatch is bracketed by ``vkCmdWriteTimestamp`` at the compute
+    shader stage: the first is written once the commands before it (the barrier after
+    the previous dispatch) are done, the second once the dispatch is. The queries are
+    reset with ``vkCmdResetQueryPool`` in the command buffer, before the first timed
+    dispatch in it, and read (``VK_QUERY_RESULT_64_BIT | WAIT``) after each submit's
+    fence: the batches of :data:`MAX_BATCH` dispatches are read in chunks, so the
+    number of launches timed is unbounded. Ticks are masked to the queue's
+    ``timestampValidBits`` and scaled by ``timestampPeriod``.
+
+    :meth:`stop_timing` returns the **sum of the dispatches' durations**, not the
+    wall span from the first to the last: host time between submits, copies and
+    barriers are not included.
+    """
+
+    def __init__(self, physical: PhysicalDevice, index: int) -> None:
+        super().__init__(physical, index)
+        self.untimed_lib = self.lib
+        bits = physical.timestamp_bits
+        self._tick_mask = (1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF
+        self._query_pools: list[Any] = []
+        self._queries = 0  # written in the open command buffer
+        self._timing = False
+        self._ticks = 0
+        self._results = self.ffi.new("uint64_t[]", QUERIES_PER_POOL)
+
+    def start_timing(self) -> None:
+        """Time every dispatch from now on (launches recorded before are not)."""
+        if self._timing:
+            self.sync()  # restarted: what was timed so far is dropped
+        self._ticks = 0
+        self._timing = True
+        self.lib = _TimestampingLib(self)
+
+    def stop_timing(self) -> float:
+        """Submit and wait for the launches since :meth:`start_timing`, stop timing,
+        and return the seconds the device spent in their dispatches (summed)."""
+        try:
+            self.sync()
+        finally:
+            self.lib = self.untimed_lib
+            self._timing = False
+        return self._ticks * self.physical.timestamp_period * 1e-9
+
+    def _next_queries(self) -> tuple[Any, int]:
+        """A query pool and the first of two fresh queries in it, reset in the open
+        command buffer when the pool is first used in it."""
+        at = self._queries
+        pool_index, query = divmod(at, QUERIES_PER_POOL)
+        if query == 0:
+            if pool_index == len(self._query_pools):
+                vk = self.vk
+                info = vk.VkQueryPoolCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                    queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=QUERIES_PER_POOL)
+                self._query_pools.append(check("vkCreateQueryPool", vk.vkCreateQueryPool,
+                                               self.vkdevice.handle, info, None))
+            self.untimed_lib.vkCmdResetQueryPool(self._cmd, self._query_pools[pool_index], 0,
+                                                 QUERIES_PER_POOL)
+        self._queries = at + 2
+        return self._query_pools[pool_index], query
+
+    def sync(self) -> None:
+        """As :meth:`VulkanServer.sync`, then add the timed dispatches' ticks up."""
+        used, self._queries = self._queries, 0
+        super().sync()
+        if used:
+            self._collect(used)
+
+    def _collect(self, used: int) -> None:
+        vk = self.vk
+        for pool_index in range(-(-used // QUERIES_PER_POOL)):
+            n = min(used - pool_index * QUERIES_PER_POOL, QUERIES_PER_POOL)
+            check("vkGetQueryPoolResults", vk.vkGetQueryPoolResults, self.vkdevice.handle,
+                  self._query_pools[pool_index], 0, n, n * 8, self._results, 8,
+                  vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+            stamps = np.frombuffer(self.ffi.buffer(self._results, n * 8), np.uint64)
+            stamps = stamps & np.uint64(self._tick_mask)
+            # Modulo the valid bits: a counter that wrapped between the two still counts.
+            ticks = (stamps[1::2] - stamps[0::2]) & np.uint64(self._tick_mask)
+            self._ticks += int(ticks.sum(dtype=np.uint64))
+
+    def close(self) -> None:
+        """Destroy the query pools, then everything :meth:`VulkanServer.close` does."""
+        if self.vkdevice.handle is not None:
+            self.sync()
+            self.vkdevice.wait_idle()
+            for pool in self._query_pools:
+                self.vk.vkDestroyQueryPool(self.vkdevice.handle, pool, None)
+            self._query_pools.clear()
+            self.lib = self.untimed_lib
+            self._timing = False
+        super().close()
+
+    def __repr__(self) -> str:
+        return f"TimedVulkanServer({self.device}, {self.storage!r})"
+
+
+def server_class(physical: PhysicalDevice) -> type[VulkanServer]:
+    """The server class for ``physical``: :class:`TimedVulkanServer` (a DeviceTimer)
+    where its queue writes timestamps, else the plain :class:`VulkanServer`."""
+    return TimedVulkanServer if physical.timestamps else VulkanServer
