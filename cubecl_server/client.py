@@ -19,6 +19,7 @@ from cubecl_server.memory_management import ErrorGraph, Handle, MemoryManagement
 from cubecl_server.server import Binding, ComputeServer
 from cubecl_server.stream import ExecuteScope, Failures
 from cubecl_server.timestamp_profiler import ProfileDuration, profile
+from cubecl_server.validation import check_launch
 
 if TYPE_CHECKING:
     from cubecl_server.kernel import KernelFunction
@@ -168,6 +169,7 @@ class ComputeClient:
             _check_comptime(kernel, comptime)
             aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
             k = aid.kernel.ir
+            check_launch(k, cube_dim, self.capabilities)
             read = _read_arrays(k)
             arrays = [p for p in k.params if p.array]
             plan = self._plans[key] = _Plan(
@@ -192,7 +194,8 @@ class ComputeClient:
                args: Sequence[Any], comptime: dict[str, Any]) -> None:
         """Run ``kernel`` over ``cube_count`` cubes of ``cube_dim`` units.
 
-        Wrong arguments raise ``TypeError`` at once. Anything that fails after that
+        Wrong arguments raise ``TypeError`` at once, and a cube or shared memory the
+        device cannot hold raises ``LaunchError``. Anything that fails after that
         (compiling, the device) taints the buffers the kernel writes; a launch that
         reads a tainted buffer does not run and passes the taint on to its outputs.
         """

@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "CubeclError", "KernelSyntaxError", "CompilationError", "StoreError",
     "PluginError", "BackendNotFound", "BackendUnavailable", "ArtifactRejected",
-    "TaintedBufferError", "UnreadFailuresError",
+    "TaintedBufferError", "UnreadFailuresError", "LaunchError",
 ]
 
 
@@ -83,3 +83,8 @@ class TaintedBufferError(CubeclError):
 class UnreadFailuresError(CubeclError):
     """``sync`` found failed work whose outputs nobody read and nobody can read any
     more (freed or overwritten): reported here so no failure is lost silently."""
+
+
+class LaunchError(CubeclError, ValueError):
+    """A launch the device cannot run as asked: a cube larger than its limit, or more
+    shared memory than it has. Raised at the launch, before anything compiles."""

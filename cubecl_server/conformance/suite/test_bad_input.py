@@ -8,7 +8,7 @@ import pytest
 
 from cubecl_server.client import ComputeClient
 from cubecl_server.conformance import kernels
-from cubecl_server.errors import CompilationError
+from cubecl_server.errors import CompilationError, LaunchError
 from cubecl_server.kernel import CubeCount, CubeDim
 
 pytestmark = pytest.mark.usefixtures("cubecl_isolated")
@@ -46,6 +46,14 @@ class TestBadInput:
         a, out = c.create(np.zeros(8, np.int32)), c.empty(8, np.int32)
         with pytest.raises(TypeError, match="C"):
             kernels.add_const.launch(c, CubeCount(1), CubeDim(8), a, out)
+
+    @pytest.mark.compile_only
+    def test_cube_larger_than_the_device_allows_names_the_limit(
+            self, cubecl_client: ComputeClient) -> None:
+        c = cubecl_client
+        too_big = CubeDim(c.capabilities.max_cube_dim + 1)
+        with pytest.raises(LaunchError, match=f"max_cube_dim of {c.capabilities.max_cube_dim}"):
+            c.prepare(kernels.scale, too_big)
 
     @pytest.mark.compile_only
     def test_uncompilable_kernel_raises_compilation_error(self,

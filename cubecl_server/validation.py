@@ -1,0 +1,36 @@
+"""Validation of what a launch asks of a device, against what the device declares.
+
+Checked once per kernel, cube dim and comptime values, before anything compiles, so a
+launch the device cannot run fails at the caller's line with the limit named, the
+same way on every backend, instead of as a backend compiler's message.
+"""
+
+from __future__ import annotations
+
+from cubecl_server import ir
+from cubecl_server.device import Capabilities
+from cubecl_server.errors import LaunchError
+from cubecl_server.kernel import CubeDim
+
+__all__ = ["shared_memory_bytes", "check_launch"]
+
+
+def shared_memory_bytes(kernel: ir.Kernel) -> int:
+    """The bytes of cube-local memory one cube of ``kernel`` declares."""
+    return sum(sh.size * (sh.elem.bits // 8) for sh in kernel.shared)
+
+
+def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> None:
+    """Raise ``LaunchError`` when the device cannot run ``kernel`` in cubes of
+    ``cube_dim``: more units per cube, or more shared memory, than it has."""
+    if cube_dim.total > caps.max_cube_dim:
+        raise LaunchError(
+            f"kernel {kernel.name!r}: a cube of {cube_dim.x}x{cube_dim.y}x{cube_dim.z} = "
+            f"{cube_dim.total} units exceeds the device's max_cube_dim of "
+            f"{caps.max_cube_dim}; use a smaller CubeDim and more cubes")
+    used = shared_memory_bytes(kernel)
+    if used > caps.shared_memory_bytes:
+        raise LaunchError(
+            f"kernel {kernel.name!r}: its shared arrays need {used} bytes per cube, the "
+            f"device has {caps.shared_memory_bytes} "
+            f"({', '.join(f'{s.name}: {s.size} x {s.elem.value}' for s in kernel.shared)})")
