@@ -226,24 +226,9 @@ def _read_arrays(k: ir.Kernel) -> frozenset[str]:
 
 
 def _check_comptime(kernel: KernelFunction, comptime: dict[str, Any]) -> None:
-    sig = kernel.signature
-    bind = getattr(sig, "bind_comptime", None)
-    if bind is not None:
-        # The signature's own check: unknown, missing (defaults count) and ill-typed
-        # values all raise TypeError naming the parameter, before anything is parsed.
-        bind(comptime)
-        return
-    # A kernel-like object with only a `comptime` mapping (IR given directly).
-    expected = sig.comptime
-    missing = [n for n in expected if n not in comptime]
-    unknown = [n for n in comptime if n not in expected]
-    if missing:
-        raise TypeError(f"kernel {kernel.__name__!r}: comptime value(s) missing: "
-                        f"{', '.join(missing)} (pass them as keyword arguments)")
-    if unknown:
-        raise TypeError(f"kernel {kernel.__name__!r}: unknown keyword argument(s) "
-                        f"{', '.join(unknown)}; comptime parameters are "
-                        f"{', '.join(expected) or 'none'}")
+    # Unknown, missing (defaults count) and ill-typed values all raise TypeError
+    # naming the parameter, before anything is parsed.
+    kernel.signature.bind_comptime(comptime)
 
 
 def _bind(kernel: str, params: tuple[tuple[ir.Param, type], ...],

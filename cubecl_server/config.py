@@ -72,11 +72,22 @@ def _flag(name: str, raw: str) -> bool:
     raise ValueError(f"{name}={raw!r}: expected one of 1/0, true/false, yes/no, on/off")
 
 
-def _table(data: dict[str, Any], name: str, path: Path) -> dict[str, Any]:
+def _table(data: dict[str, Any], name: str, path: Path | None) -> dict[str, Any]:
     t = data.get(name, {})
     if not isinstance(t, dict):
         raise ValueError(f"{path}: [{name}] must be a table")
     return t
+
+
+def _setting(table: dict[str, Any], key: str, variable: str, default: bool,
+             where: str) -> bool:
+    """A boolean setting: its variable if set, else the file's value, else ``default``."""
+    if variable in os.environ:
+        return _flag(variable, os.environ[variable])
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
 
 
 @lru_cache(maxsize=1)
@@ -90,29 +101,24 @@ def config() -> Config:
                 data = tomllib.load(f)
             except tomllib.TOMLDecodeError as e:
                 raise ValueError(f"{path}: {e}") from None
-    compilation = _table(data, "compilation", path) if path else {}
     env = os.environ
-    mode = env.get("CUBECL_EXECUTION_MODE") or _table(data, "execution", path or Path()).get(
+    mode = env.get("CUBECL_EXECUTION_MODE") or _table(data, "execution", path).get(
         "mode", "checked")
     try:
         execution_mode = ExecutionMode(mode)
     except ValueError:
         raise ValueError(f"execution mode {mode!r}: expected 'checked' or 'unchecked'") from None
-    cache = compilation.get("cache", True)
-    record = compilation.get("record", False)
-    if "CUBECL_COMPILATION_CACHE" in env:
-        cache = _flag("CUBECL_COMPILATION_CACHE", env["CUBECL_COMPILATION_CACHE"])
-    if "CUBECL_COMPILATION_RECORD" in env:
-        record = _flag("CUBECL_COMPILATION_RECORD", env["CUBECL_COMPILATION_RECORD"])
-    cache_table = _table(data, "cache", path) if path else {}
-    env_table = _table(data, "environment", path) if path else {}
+    compilation = _table(data, "compilation", path)
+    where = f"{path}: [compilation]"
     return Config(
         backend=env.get("CUBECL_BACKEND") or data.get("backend", "cpu"),
         execution_mode=execution_mode,
-        compilation_cache=bool(cache),
-        compilation_record=bool(record),
-        cache_dir=cache_table.get("dir"),
-        environment=env_table.get("name"),
+        compilation_cache=_setting(compilation, "cache", "CUBECL_COMPILATION_CACHE", True,
+                                   where),
+        compilation_record=_setting(compilation, "record", "CUBECL_COMPILATION_RECORD",
+                                    False, where),
+        cache_dir=_table(data, "cache", path).get("dir"),
+        environment=_table(data, "environment", path).get("name"),
         file=path,
     )
 

@@ -324,7 +324,8 @@ class Shape:
 
 @dataclass(frozen=True)
 class Stride:
-    """The stride, in elements, of an array parameter along ``dim`` (``u32``)."""
+    """The stride, in elements, of an array parameter along ``dim`` (``u32``); 1 past
+    its rank."""
 
     array: str
     dim: int

@@ -83,11 +83,21 @@ class EnvironmentRecorder:
                                   record.outcome.value, json.dumps(record.to_dict()))
                 except StoreError as e:
                     log.warning("compilation record not kept: %s", e)
-        registry().hook.cubecl_server_compilation_record(record=record)
+        _observe("cubecl_server_compilation_record", record)
 
     def record_batch(self, batch: CompilationBatchRecord) -> None:
         """Broadcast a batch's record (its kernels' records are already kept)."""
-        registry().hook.cubecl_server_compilation_batch_record(record=batch)
+        _observe("cubecl_server_compilation_batch_record", batch)
+
+
+def _observe(hook: str, record: CompilationRecord | CompilationBatchRecord) -> None:
+    # Observers watch a kernel that is already loaded: one that raises must not fail
+    # the launch that asked for it (its outputs would be tainted for nothing).
+    try:
+        getattr(registry().hook, hook)(record=record)
+    except Exception as e:
+        log.warning("a plugin's %s hook raised %s: %s; ignored, the kernels it was "
+                    "told of are loaded", hook, type(e).__name__, e)
 
 
 def _environment_db() -> SqliteStore | None:

@@ -96,7 +96,7 @@ class ExecuteScope:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> bool:
-        if exc is None or not isinstance(exc, Exception):
+        if not isinstance(exc, Exception):
             return False
         # The traceback's frames would hold this launch's buffers, which hold the
         # taint, which holds the error: drop it so buffers die when the program drops them.

@@ -7,7 +7,10 @@ process.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,15 +20,21 @@ from cubecl_server.conformance.runner import SuiteRun, run_suite
 WRONG = Path(__file__).parent / "wrong_backends"
 
 
-def _site(root: Path, module: str, dist: str) -> Path:
+def _site(root: Path, module: str, dist: str, hooks: dict[str, str] | None = None) -> Path:
+    """A site directory installing ``module``; ``hooks`` (backend -> module) become
+    entry points of the group ``cubecl_server.conformance``."""
     site = root / "site"
     site.mkdir()
-    shutil.copy(WRONG / f"{module}.py", site)
-    shutil.copy(WRONG / "cubecl_wrong_common.py", site)
+    for name in [module, "cubecl_wrong_common", *(hooks or {}).values()]:
+        shutil.copy(WRONG / f"{name}.py", site)
     info = site / f"{dist.replace('-', '_')}-0.0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.0.1\n")
-    (info / "entry_points.txt").write_text(f"[cubecl_server]\n{module} = {module}\n")
+    entry_points = f"[cubecl_server]\n{module} = {module}\n"
+    if hooks:
+        entry_points += "[cubecl_server.conformance]\n" + "".join(
+            f"{backend} = {name}\n" for backend, name in hooks.items())
+    (info / "entry_points.txt").write_text(entry_points)
     (info / "top_level.txt").write_text(f"{module}\n")
     return site
 
@@ -64,3 +73,17 @@ def test_store_that_drops_artifacts_fails_the_warm_paths(tmp_path: Path, select:
     passing = run.with_outcome("passed")
     assert "TestCompilePath::test_cold_launch_compiles_with_lower_and_finalize" in passing
     assert "TestCompilePath::test_unwritable_cache_dir_still_runs" in passing
+
+
+def test_cli_applies_the_expected_failures_the_backend_declares(tmp_path: Path) -> None:
+    site = _site(tmp_path, "cubecl_wrong_add", "cubecl-wrong-add",
+                 hooks={"wrong_add": "cubecl_wrong_add_conformance"})
+    done = subprocess.run(
+        [sys.executable, "-m", "cubecl_server.cli", "conformance", "wrong_add", "-rx", "-k",
+         "test_arith and (add- or mul-)"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=600, env={**os.environ, "PYTHONPATH": str(site)})
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert "cubecl expected failures: 1" in out, out[:3000]
+    assert "XFAIL" in out and "a + b is a + b + 1 here" in out, out[-3000:]
+    assert " passed" in out, "the mul tests still run and pass"

@@ -65,7 +65,7 @@ def stable_kernel(x: Array[f32], y: Array[f32], counts: Array[i32], n: u32, *,
 
 
 def handbuilt() -> ir.Kernel:
-    """A kernel using every node type, including ones the frontend does not emit yet."""
+    """A kernel using every node type, built by hand (no frontend in between)."""
     u = E.U32
     i = V("i", u)
     return ir.Kernel(

@@ -543,6 +543,26 @@ def test_cube_fn_calls_are_inlined() -> None:
         ir.BinOp.REM, V(copy.name, E.U32), C(8, E.U32), E.U32)
 
 
+@cube_fn
+def h_annotated(v: f32) -> f32:
+    t: f32 = v * 2.0
+    return t
+
+
+def k_annotated_helper(x: Array[f32]) -> None:
+    t: f32 = 1.0
+    x[ABSOLUTE_POS] = h_annotated(x[ABSOLUTE_POS]) + t
+
+
+def test_cube_fn_annotated_local_is_its_own() -> None:
+    # `t: f32 = ...` in a helper declares the helper's fresh local, never the caller's.
+    k = parse_kernel(k_annotated_helper)
+    writes = [s for s in k.body if isinstance(s, ir.Assign)]
+    assert [s.name for s in writes if s.name == "t"] == ["t"]
+    own = next(s for s in writes if s.name.startswith("t_h_annotated"))
+    assert isinstance(own.value, ir.Binary) and own.value.op is ir.BinOp.MUL
+
+
 def test_cube_fn_outside_a_kernel_raises() -> None:
     with pytest.raises(KernelOnlyError, match="h_abs"):
         h_abs(1.0)

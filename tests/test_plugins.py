@@ -48,6 +48,7 @@ OVERRIDE = Fixture("cubecl_fixture_override", "cubecl-fixture-override", "3.0")
 DUPLICATE = Fixture("cubecl_fixture_duplicate", "cubecl-fixture-duplicate", "0.3")
 TYPO = Fixture("cubecl_fixture_typo", "cubecl-fixture-typo", "0.4")
 REENTRANT = Fixture("cubecl_fixture_reentrant", "cubecl-fixture-reentrant", "0.5")
+OBSERVER = Fixture("cubecl_fixture_observer", "cubecl-fixture-observer", "0.6")
 
 STANDARD = {"good": GOOD, "importfail": IMPORTFAIL, "registerfail": REGISTERFAIL}
 
@@ -293,6 +294,32 @@ def test_a_plugin_looking_up_plugins_at_import_is_broken_not_deadlocked(tmp_path
     assert rows["reentrant"]["status"] == "broken"
     assert "while they were being discovered" in rows["reentrant"]["error"]
     assert rows["fixture"]["status"] == "ok"
+
+
+OBSERVED_LAUNCH = """
+import json, numpy as np
+import cubecl_fixture_observer, kernels
+from cubecl_server import CubeCount, CubeDim
+from cubecl_server.runtime import create_client
+c = create_client("cpu")
+a, out = c.create(np.ones(4, np.float32)), c.empty(4, np.float32)
+kernels.scale.launch(c, CubeCount(1), CubeDim(4), a, out, 3.0)
+print(json.dumps([cubecl_fixture_observer.seen, c.read(out).tolist()]))
+"""
+
+
+@pytest.mark.parametrize("raises", [False, True])
+def test_observer_hooks_see_each_record_then_the_batch(tmp_path: Path, raises: bool) -> None:
+    site = make_site(tmp_path, {"observer": OBSERVER})
+    shutil.copy(Path(__file__).parent / "kernels.py", site)
+    done = run_python(site, ["-c", OBSERVED_LAUNCH],
+                      {"FIXTURE_OBSERVER_RAISES": "1"} if raises else None)
+    assert done.returncode == 0, done.stderr
+    seen, out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == ["record:scale:compiled", "batch:1"]
+    # An observer that raises is reported, and the launch it watched still ran.
+    assert out == [3.0] * 4
+    assert ("observer broke" in done.stderr) is raises, done.stderr
 
 
 def test_backend_not_found_names_what_exists(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.ir import Kernel
 from cubecl_server.kernel import CompiledKernel, CubeDim
+from cubecl_server.persistence.codec import HeaderValue
 
 if TYPE_CHECKING:
     from cubecl_server.compiler.record import CompilationRecording
@@ -22,9 +23,6 @@ __all__ = [
     "Artifact", "ArtifactOf", "VariantOf", "Compiler", "ArtifactCompiler",
     "CompilationTarget",
 ]
-
-HeaderValue = str | int | float | bool | None | list[Any] | dict[str, Any]
-
 
 @dataclass(frozen=True)
 class Artifact:

@@ -13,6 +13,7 @@ from typing import Any
 
 import importlib_metadata
 
+from cubecl_server.errors import PluginError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
 from cubecl_server.kernel import CubeDim
@@ -65,14 +66,23 @@ class KernelCacheKey:
 
 
 def _hash_package(h: Any, package: str) -> None:
-    spec_root = Path(importlib.import_module(package).__file__ or "").parent
+    module = importlib.import_module(package)
+    if module.__file__ is None:
+        # A namespace package has no one directory whose sources could be hashed.
+        raise PluginError(f"cannot make a build id for {package!r}: it is not a regular "
+                          "package or module; a BackendDescriptor must name one")
+    file = Path(module.__file__)
+    # A package is every source file under it; a single-module backend is that file
+    # alone (never its directory, which may be all of site-packages).
+    root = file.parent
+    files = sorted(root.rglob("*.py")) if hasattr(module, "__path__") else [file]
     try:
         version = importlib_metadata.version(package.replace("_", "-"))
     except importlib_metadata.PackageNotFoundError:
         version = "unknown"
     h.update(f"{package}=={version}\n".encode())
-    for path in sorted(spec_root.rglob("*.py")):
-        h.update(path.relative_to(spec_root).as_posix().encode() + b"\0")
+    for path in files:
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes())
 
 

@@ -18,6 +18,7 @@ explains capabilities, expected failures and how to read a failure.
 """
 
 from cubecl_server.conformance.plugin import (
+    HOOKS_GROUP,
     SUITE_DIR,
     Subject,
     cubecl_backend,
@@ -39,7 +40,7 @@ from cubecl_server.conformance.plugin import (
 )
 
 __all__ = [
-    "SUITE_DIR", "Subject", "cubecl_backend", "cubecl_client", "cubecl_isolated",
+    "HOOKS_GROUP", "SUITE_DIR", "Subject", "cubecl_backend", "cubecl_client", "cubecl_isolated",
     "cubecl_rng", "cubecl_seed", "cubecl_subject", "missing_capability", "pytest_addhooks",
     "pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
     "pytest_report_header", "pytest_runtest_makereport", "pytest_runtest_setup",

@@ -1,7 +1,12 @@
-"""The pytest hooks a backend's ``conftest.py`` may implement for the conformance suite.
+"""The pytest hooks a backend may implement for the conformance suite.
 
-Both are optional. They are added to pytest when the suite's plugin is loaded, so a
-``conftest.py`` that implements them is checked against these signatures.
+Both are optional. A backend implements them in a module of its distribution named in
+the entry-point group ``cubecl_server.conformance`` under the backend's name
+(``example = "cubecl_example.conformance"``): the suite's plugin loads that module
+whenever it runs against the backend, from the backend's own test run or from
+``cubecl-server conformance NAME``. (A ``conftest.py`` may implement them too, but only
+runs that collect it see them.) The specifications are added to pytest with the
+suite's plugin, so every implementation is checked against these signatures.
 """
 
 from __future__ import annotations

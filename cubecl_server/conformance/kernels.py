@@ -678,7 +678,16 @@ def f64_kernel(a: Array[cl.f64], out: Array[cl.f64]) -> None:
 
 @dataclass(frozen=True)
 class _Signature:
-    comptime: dict[str, type]
+    """The signature of a kernel given as IR: no comptime parameters."""
+
+    name: str
+
+    def bind_comptime(self, values: dict[str, Any]) -> tuple[()]:
+        """Refuse every comptime value, as a kernel without comptime parameters does."""
+        if values:
+            raise TypeError(f"kernel {self.name!r} has no comptime parameters, got "
+                            f"{', '.join(values)}")
+        return ()
 
 
 class IrKernel:
@@ -688,7 +697,7 @@ class IrKernel:
     def __init__(self, k: ir.Kernel) -> None:
         self.ir_kernel = k
         self.__name__ = k.name
-        self.signature = _Signature({})
+        self.signature = _Signature(k.name)
         self._id = KernelId.of(k)
 
     def kernel_id(self, comptime: dict[str, Any]) -> KernelId:

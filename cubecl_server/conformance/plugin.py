@@ -2,7 +2,8 @@
 
 It does nothing until a backend is named (``--cubecl-backend NAME`` or the ini
 value ``cubecl_backend``); then it adds every module of :mod:`cubecl_server.conformance.suite`
-to the run, marks the backend's expected failures, skips tests whose capability
+to the run, loads the backend's own conformance hooks (entry-point group
+``cubecl_server.conformance``), marks the backend's expected failures, skips tests whose capability
 the backend lacks (naming it), and prints the backend, its distribution, version,
 device and variant in the header.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import importlib_metadata
 import numpy as np
 import pytest
 
@@ -27,13 +29,17 @@ if TYPE_CHECKING:
     from cubecl_server.device import Capabilities
 
 __all__ = [
-    "SUITE_DIR", "Subject", "subject", "missing_capability",
+    "HOOKS_GROUP", "SUITE_DIR", "Subject", "subject", "missing_capability",
     "cubecl_backend", "cubecl_subject", "cubecl_isolated", "cubecl_client", "cubecl_seed",
     "cubecl_rng",
 ]
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 """The directory holding the suite's test modules (inside the installed package)."""
+
+HOOKS_GROUP = "cubecl_server.conformance"
+"""Entry-point group naming, per backend name, the module of the backend's conformance
+hooks (:mod:`cubecl_server.conformance.hookspecs`); the plugin loads it with the suite."""
 
 _SUBJECT = pytest.StashKey["Subject"]()
 _SEED = pytest.StashKey[int]()
@@ -70,8 +76,6 @@ class Subject:
 
     def distribution(self) -> tuple[str, str]:
         """The distribution that provides the backend's package, and its version."""
-        import importlib_metadata
-
         from cubecl_server.plugins.registry import registry
 
         package = registry().descriptor(self.backend).package
@@ -180,6 +184,7 @@ def pytest_configure(config: pytest.Config) -> None:
         registry().descriptor(backend)
     except BackendNotFound as e:
         raise pytest.UsageError(f"--cubecl-backend: {e}") from None
+    _load_backend_hooks(config, backend)
     expected: dict[str, str] = {}
     for line in config.getini("cubecl_xfail"):
         # A test id holds "::" itself, never ": ": that is where the reason starts.
@@ -193,6 +198,13 @@ def pytest_configure(config: pytest.Config) -> None:
         # The directory, not its files: test ids then keep their file name
         # (suite/test_memory.py::TestMemory::...), so two suite files never collide.
         config.args.append(str(SUITE_DIR))
+
+
+def _load_backend_hooks(config: pytest.Config, backend: str) -> None:
+    # Installed with the backend, not in its tests/conftest.py, so that its expected
+    # failures and artifact checks apply wherever the suite runs against it, the CLI too.
+    for ep in importlib_metadata.entry_points(group=HOOKS_GROUP, name=backend):
+        config.pluginmanager.import_plugin(ep.value)  # once, also if already given by -p
 
 
 def _expected_mapping(found: Mapping[str, str] | None) -> dict[str, str]:

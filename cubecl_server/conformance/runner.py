@@ -1,5 +1,5 @@
-"""Running the suite: the pytest arguments for one backend, and a run in a fresh
-process whose per-test results come back (what the CLI and the core's tests use)."""
+"""Running the suite alone: the pytest arguments for one backend (what the CLI runs),
+and a run in a fresh process whose per-test results come back (what tests use)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,14 @@ INI = Path(__file__).resolve().parent / "pytest.ini"
 
 def suite_args(backend: str, extra: Sequence[str] = (), device: int | None = None
                ) -> list[str]:
-    """pytest arguments that run the whole suite, alone, against ``backend``."""
-    args = ["-c", str(INI), "--rootdir", str(INI.parent), "-p", "cubecl_server.conformance",
-            "--cubecl-backend", backend]
+    """pytest arguments that run the whole suite, alone, against ``backend``.
+
+    The suite's own ini replaces the current directory's; the backend's conformance
+    hooks still apply (the plugin loads them from its entry point). No pytest cache:
+    the rootdir is the installed package, which need not be writable.
+    """
+    args = ["-c", str(INI), "--rootdir", str(INI.parent), "-p", "no:cacheprovider",
+            "-p", "cubecl_server.conformance", "--cubecl-backend", backend]
     if device is not None:
         args += ["--cubecl-device", str(device)]
     return [*args, str(SUITE_DIR), *extra]
@@ -51,8 +56,7 @@ def run_suite(backend: str, extra: Sequence[str] = (), env: Mapping[str, str] | 
     """Run the suite against ``backend`` in a fresh process and collect every result."""
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "results.xml"
-        cmd = [sys.executable, "-m", "pytest", *suite_args(backend, extra),
-               "-p", "no:cacheprovider", f"--junitxml={xml}"]
+        cmd = [sys.executable, "-m", "pytest", *suite_args(backend, extra), f"--junitxml={xml}"]
         proc = subprocess.run(cmd, env={**os.environ, **(env or {})}, cwd=tmp,
                               capture_output=True, text=True, timeout=timeout)
         run = SuiteRun(proc.returncode, proc.stdout + proc.stderr)

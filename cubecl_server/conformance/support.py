@@ -16,11 +16,10 @@ from cubecl_server import ir
 from cubecl_server.kernel import CubeCount
 
 __all__ = [
-    "ALL_ELEMS", "FLOATS", "INTS", "cubes_for", "random_size", "values", "check",
+    "FLOATS", "INTS", "cubes_for", "random_size", "values", "check",
     "run_child", "child_records", "TOLERANCE",
 ]
 
-ALL_ELEMS = tuple(ir.Elem)
 FLOATS = (ir.Elem.F16, ir.Elem.F32, ir.Elem.F64)
 INTS = (ir.Elem.I32, ir.Elem.I64, ir.Elem.U32, ir.Elem.U64)
 

@@ -10,7 +10,7 @@ The language
 ------------
 Parameters are all annotated: ``Array[T]`` (a global buffer), a scalar type
 (``f16 f32 f64 i32 i64 u32 u64 bool_``, passed by value) or, keyword-only,
-``Comptime[int|bool|float]`` (a compile-time value, baked in as a constant; only
+``Comptime[int|bool|float|dtype]`` (a compile-time value, baked in as a constant; only
 these may have a default).
 Statements: assignment to a local (also ``x: f32 = ...`` and ``x = y = ...``),
 augmented assignment, ``a[i] = v``, ``if/elif/else``, ``for i in range(...)``
@@ -114,8 +114,8 @@ from typing import Any, NoReturn
 from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
-from .signature import ComptimeValue, KernelSignature, _resolve_annotation, kernel_signature
-from .source import KernelSource, load_source
+from .signature import ComptimeValue, KernelSignature, kernel_signature, resolve_annotation
+from .source import KernelSource, body_of, closure_vars, load_source
 from .typerules import (
     Mismatch,
     TypeRuleError,
@@ -264,7 +264,6 @@ class _Unit:
         self.locs: dict[int, tuple[str, int]] = {}
         self.keep: list[object] = []
         self.inlining: list[lt.CubeFn] = []
-        self.calls = 0
 
     def fresh(self, base: str) -> str:
         """A name no local, parameter or shared array of the kernel has."""
@@ -295,13 +294,7 @@ class _KernelBuilder:
             n: lt.scalar_type(ir.Elem(v)) for n, v in comptime.items() if isinstance(v, str)}
         self.comptime = {n: v for n, v in comptime.items() if not isinstance(v, str)}
         self.shared_arrays: dict[str, ir.SharedArray] = {}
-        code = fn.__code__
-        self.closure: dict[str, object] = {}
-        for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
-            try:
-                self.closure[name] = cell.cell_contents
-            except ValueError:  # a cell not yet filled: treated as undefined
-                pass
+        self.closure = closure_vars(fn)  # a cell not yet filled is undefined
         self.globals: dict[str, Any] = fn.__globals__
         tree = source.tree
         # Python scoping: a name assigned anywhere in the function is a local in all of it.
@@ -310,7 +303,6 @@ class _KernelBuilder:
             and isinstance(n.ctx, ast.Store)
         }
         self.locals: dict[str, _LocalInfo] = {}
-        self.ir_locals = unit.ir_locals
         self.loop_vars: list[str] = []
         self.prologue: list[ir.Stmt] = []
         # Helper returns: the local a value return assigns (branch form), whether the
@@ -351,13 +343,13 @@ class _KernelBuilder:
     def _declare(self, name: str, ir_name: str, elem: ir.Elem, line: int) -> _LocalInfo:
         info = _LocalInfo(ir_name, elem, line)
         self.locals[name] = info
-        self.ir_locals.append(ir.Local(ir_name, elem))
+        self.unit.ir_locals.append(ir.Local(ir_name, elem))
         return info
 
     def temp(self, base: str, elem: ir.Elem) -> ir.Var:
         """A fresh local (not visible to the user's code) for a hoisted value."""
         name = self.unit.fresh(base)
-        self.ir_locals.append(ir.Local(name, elem))
+        self.unit.ir_locals.append(ir.Local(name, elem))
         return ir.Var(name, elem)
 
     def describe_vars(self, *nodes: ast.AST) -> str:
@@ -496,11 +488,7 @@ class _KernelBuilder:
 
     def build(self) -> tuple[ir.Stmt, ...]:
         """The kernel's body as IR."""
-        body = self.src.tree.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
-        return tuple(self.prologue) + self.block(body)
+        return tuple(self.prologue) + self.block(body_of(self.src.tree))
 
     def block(self, stmts: list[ast.stmt], tail: bool = False) -> tuple[ir.Stmt, ...]:
         """A list of statements as IR statements.
@@ -781,8 +769,8 @@ class _KernelBuilder:
         value = self.expr(node.value)
         if info is None:
             expr = self.coerce(value, ann.elem, node, node.value, f"`{name}`")
-            self._declare(name, self.ir_name(name), ann.elem, self.src.line(node))
-            return [ir.Assign(name, expr)]
+            info = self._declare(name, self.ir_name(name), ann.elem, self.src.line(node))
+            return [ir.Assign(info.ir_name, expr)]
         return [self.assign_name(name, value, node, node.value)]
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> list[ir.Stmt]:
@@ -1394,7 +1382,7 @@ class _KernelBuilder:
             ann = sig.parameters[pname].annotation
             if ann is not inspect.Parameter.empty:
                 try:
-                    ann = _resolve_annotation(fn, ann)
+                    ann = resolve_annotation(fn, ann)
                 except Exception as exc:
                     raise KernelSyntaxError(
                         f"cannot evaluate the annotation of `{pname}` of cube_fn "
@@ -1402,11 +1390,7 @@ class _KernelBuilder:
             else:
                 ann = None
             self.bind_argument(child, pname, arg, ann, node, prologue)
-        tree_body = source.tree.body
-        if tree_body and isinstance(tree_body[0], ast.Expr) \
-                and isinstance(tree_body[0].value, ast.Constant) \
-                and isinstance(tree_body[0].value.value, str):
-            tree_body = tree_body[1:]
+        tree_body = body_of(source.tree)
         # A final `return expr` is the call's value; returns elsewhere assign a result.
         child.branch_returns = not (tree_body and isinstance(tree_body[-1], ast.Return))
         unit.inlining.append(cf)

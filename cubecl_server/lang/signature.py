@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import ir
 from ..errors import KernelSyntaxError
-from .source import KernelSource, code_location, load_source
+from .source import KernelSource, closure_vars, code_location, load_source
 from .types import SCALAR_TYPES, ArrayType, ComptimeType, ScalarType, TypeRef, dtype
 
 __all__ = ["KernelSignature", "kernel_signature", "ComptimeValue"]
@@ -111,25 +111,22 @@ def _coerce_comptime(kernel: str, name: str, kind: type, raw: object) -> Comptim
         return bool(raw)  # type: ignore[arg-type]
     if kind is int and not is_bool and isinstance(raw, numbers.Integral):
         return int(raw)
-    if kind is float and not is_bool and isinstance(raw, (numbers.Integral, numbers.Real)):
+    if kind is float and not is_bool and isinstance(raw, numbers.Real):
         return float(raw)  # type: ignore[arg-type]
     raise TypeError(f"comptime parameter `{name}` of kernel `{kernel}` is "
                     f"Comptime[{kind.__name__}], got {raw!r} ({type(raw).__name__})")
 
 
-def _resolve_annotation(fn: Callable[..., Any], ann: object,
-                        type_vars: Mapping[str, object] | None = None) -> object:
-    # Under `from __future__ import annotations` every annotation is a string.
+def resolve_annotation(fn: Callable[..., Any], ann: object,
+                       type_vars: Mapping[str, object] | None = None) -> object:
+    """The object annotation ``ann`` of ``fn`` denotes, evaluated in ``fn``'s scope.
+
+    Under ``from __future__ import annotations`` every annotation is a string;
+    ``type_vars`` (comptime dtype names) shadow the function's globals.
+    """
     if not isinstance(ann, str):
         return ann
-    scope: dict[str, Any] = dict(fn.__globals__)
-    code = fn.__code__
-    for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
-        try:
-            scope[name] = cell.cell_contents
-        except ValueError:
-            pass
-    # Comptime dtype parameters shadow globals in annotations, as they do in the body.
+    scope: dict[str, Any] = {**fn.__globals__, **closure_vars(fn)}
     scope.update(type_vars or {})
     value: object = ann
     # A quoted annotation under the future import is a string of a string.
@@ -185,7 +182,7 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
     for p in sig.parameters.values():
         if p.kind is p.KEYWORD_ONLY and p.annotation is not p.empty:
             try:
-                ann = _resolve_annotation(fn, p.annotation)
+                ann = resolve_annotation(fn, p.annotation)
             except Exception:  # reported with its line in the main loop below
                 continue
             if isinstance(ann, ComptimeType) and ann.kind is dtype:
@@ -205,7 +202,7 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
                        "scalar type such as f32, or Comptime[int] for a keyword-only "
                        "compile-time value", p.name)
         try:
-            ann = _resolve_annotation(fn, p.annotation,
+            ann = resolve_annotation(fn, p.annotation,
                                       type_vars if p.kind is not p.KEYWORD_ONLY else None)
         except Exception as exc:
             raise fail(f"cannot evaluate the annotation of `{p.name}`: {exc}", p.name) from None
@@ -250,8 +247,7 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
             raise fail(f"parameter `{p.name}` has annotation {ann!r}, which is not a kernel "
                        f"type (use Array[T] or a scalar type such as f32){extra}", p.name)
     if sig.return_annotation is not sig.empty:
-        ret = _resolve_annotation(fn, sig.return_annotation) if isinstance(
-            sig.return_annotation, str) else sig.return_annotation
+        ret = resolve_annotation(fn, sig.return_annotation)
         if ret is not None and ret is not type(None) and ret != "None":
             raise fail(f"a kernel returns nothing (write results to an array); its return "
                        f"annotation must be None, not {ret!r}")

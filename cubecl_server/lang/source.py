@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import KernelSyntaxError
 
-__all__ = ["KernelSource", "load_source", "code_location"]
+__all__ = ["KernelSource", "load_source", "code_location", "closure_vars", "body_of"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,26 @@ def code_location(fn: Callable[..., Any]) -> tuple[str, int]:
     if code is None:
         return "<unknown>", 0
     return code.co_filename, code.co_firstlineno
+
+
+def closure_vars(fn: Callable[..., Any]) -> dict[str, object]:
+    """The values of ``fn``'s closure variables; a cell not yet filled is left out."""
+    out: dict[str, object] = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+def body_of(tree: ast.FunctionDef) -> list[ast.stmt]:
+    """The statements of a function's definition, without its docstring."""
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
 
 
 def load_source(fn: Callable[..., Any]) -> KernelSource:

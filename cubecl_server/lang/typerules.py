@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .. import ir
 
 __all__ = [
-    "Weak", "Value", "TypeRuleError", "Mismatch", "type_name", "elem_of", "default_elem",
+    "Weak", "Value", "TypeRuleError", "Mismatch", "type_name", "default_elem",
     "const_of", "concrete", "unify", "check_binary", "fold_binary", "fold_unary",
     "fold_cast", "int_range", "kind_of", "check_pow", "check_unary",
 ]
@@ -64,11 +64,6 @@ def type_name(v: Value) -> str:
     if isinstance(v, Weak):
         return f"{v.kind} literal"
     return v.type.value
-
-
-def elem_of(v: Value) -> ir.Elem | None:
-    """The value's concrete type, None for a weak constant."""
-    return None if isinstance(v, Weak) else v.type
 
 
 def default_elem(w: Weak) -> ir.Elem:

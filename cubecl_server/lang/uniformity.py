@@ -24,7 +24,7 @@ such a value into a scalar parameter or comptime value, or restructure).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import ir
 
@@ -160,13 +160,10 @@ def strip_markers(body: tuple[object, ...]) -> tuple[ir.Stmt, ...]:
         match s:
             case Marker():
                 continue
-            case ir.If(cond=c, then=t, orelse=o):
-                out.append(ir.If(c, strip_markers(t), strip_markers(o)))
-            case ir.For():
-                out.append(ir.For(s.var, s.start, s.stop, s.step, strip_markers(s.body),
-                                  s.unroll))
-            case ir.While(cond=c, body=b):
-                out.append(ir.While(c, strip_markers(b)))
+            case ir.If(then=t, orelse=o):
+                out.append(replace(s, then=strip_markers(t), orelse=strip_markers(o)))
+            case ir.For(body=b) | ir.While(body=b):
+                out.append(replace(s, body=strip_markers(b)))
             case _:
                 out.append(s)  # type: ignore[arg-type]
     return tuple(out)

@@ -4,7 +4,6 @@
   :class:`Slice` s out of few large storage allocations, and :class:`MemoryUsage`.
 - :mod:`.handle`: :class:`Handle`, a user's buffer; its slice goes back to the pool
   when it is garbage collected or freed.
-
 - :mod:`.taint`: :class:`Taint` and :class:`ErrorGraph`, the error state buffers carry.
 
 The size policy the pool follows (alignment, buckets) is in

@@ -78,18 +78,21 @@ class Handle:
         nobody read is then reported by the next ``sync``). Calling it again does
         nothing."""
         self.taint = None
+        self._binding = None
         if self._finalizer.detach() is not None:
             self.memory.release(self.slice)
 
     def binding(self) -> Binding:
         """The kernel argument for this buffer. Raises ValueError once freed."""
-        if self._binding is not None and self._finalizer.alive:
-            return self._binding
-        if self.freed:
-            raise ValueError(f"{self!r} was freed")
-        self._binding = Binding(self.memory.resource(self.slice), self.slice.offset,
-                                self.nbytes, self.elem, self.shape)
-        return self._binding
+        binding = self._binding
+        if binding is None:
+            # Made once: every launch passes it; free() drops it.
+            if self.freed:
+                raise ValueError(f"{self!r} was freed")
+            binding = self._binding = Binding(self.memory.resource(self.slice),
+                                              self.slice.offset, self.nbytes, self.elem,
+                                              self.shape)
+        return binding
 
     def __repr__(self) -> str:
         state = ", freed" if self.freed else ""

@@ -7,7 +7,6 @@ compare :func:`generation` on access and reset themselves when it moved.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 import platformdirs
 
 from cubecl_server.errors import StoreError
+from cubecl_server.logging import logger
 from cubecl_server.persistence.sqlite import SqliteStore
 
 __all__ = [
@@ -24,7 +24,7 @@ __all__ = [
     "open_store", "switch_environment", "validate_environment_name",
 ]
 
-logger = logging.getLogger("cubecl_server.persistence")
+log = logger("persistence")
 
 APP_NAME = "cubecl-server"
 ENV_CACHE_DIR = "CUBECL_CACHE_DIR"
@@ -136,7 +136,7 @@ def open_store(path: str | os.PathLike[str] | None = None) -> SqliteStore | None
         try:
             store: SqliteStore | None = SqliteStore.open(resolved)
         except StoreError as exc:
-            logger.warning(
+            log.warning(
                 "persistent kernel cache unavailable, keeping compiled kernels in memory "
                 "for this process: %s", exc,
             )

@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from cubecl_server.errors import StoreError
+from cubecl_server.logging import logger
 from cubecl_server.persistence.codec import checksum
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
     "SqliteStore",
 ]
 
-logger = logging.getLogger("cubecl_server.persistence")
+log = logger("persistence")
 
 SCHEMA_VERSION = 1
 MAX_RECORDS = 10_000
@@ -40,7 +41,7 @@ DEFAULT_BUSY_TIMEOUT_S = 10.0
 DEFAULT_TOUCH_INTERVAL_S = 3600.0
 
 Origin = Literal["local", "imported"]
-_ORIGINS = ("local", "imported")
+_ORIGINS: tuple[Origin, ...] = get_args(Origin)
 
 # Refreshing last_used must never make a read wait out a long writer.
 _TOUCH_BUSY_TIMEOUT_MS = 100
@@ -351,7 +352,7 @@ class SqliteStore:
                 ) if name in _TABLES
             ]
             if present:
-                logger.warning(
+                log.warning(
                     "cache database %s has schema version %s, expected %s: "
                     "rebuilding it empty", self.path, found, SCHEMA_VERSION,
                 )
@@ -393,7 +394,7 @@ class SqliteStore:
             if (namespace, key) in self._warned_corrupt:
                 return
             self._warned_corrupt.add((namespace, key))
-        logger.warning(
+        log.warning(
             "cache entry %s / %s in %s failed its checksum: purged, it will be compiled again",
             namespace, key, self.path,
         )
@@ -451,7 +452,7 @@ class SqliteStore:
             with self._transaction(conn):
                 conn.execute(sql, args)
         except sqlite3.Error as exc:
-            logger.debug("cache database %s: %s skipped: %s", self.path, what, exc)
+            log.debug("cache database %s: %s skipped: %s", self.path, what, exc)
 
     def put(
         self, namespace: str, key: str, value: bytes, origin: Origin = "local",
@@ -472,7 +473,7 @@ class SqliteStore:
             with self._transaction(conn):
                 result = self._put_locked(conn, namespace, key, value, digest, origin, now)
         if result is PutResult.CONFLICT:
-            logger.log(
+            log.log(
                 logging.WARNING if origin == "local" else logging.INFO,
                 "cache entry %s / %s in %s already holds a different value; kept it and "
                 "dropped the new %s one (%d bytes)",
@@ -706,6 +707,6 @@ def _record_data(rid: int, text: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except (TypeError, ValueError):
-        logger.debug("compilation record %d has unreadable data", rid)
+        log.debug("compilation record %d has unreadable data", rid)
         return {}
     return data if isinstance(data, dict) else {}

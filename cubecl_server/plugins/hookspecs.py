@@ -107,7 +107,8 @@ def cubecl_server_compilation_record(record: CompilationRecord) -> None:
     """Observe what was kept of one kernel's trip through the compile path.
 
     Called for every plugin, each time a compilation recording closes (one miss
-    compiled, loaded from the store or rekeyed). The return value is ignored.
+    compiled, loaded from the store or rekeyed). The return value is ignored; an
+    exception is logged as a warning and does not fail the launch.
     """
 
 
@@ -116,5 +117,6 @@ def cubecl_server_compilation_batch_record(record: CompilationBatchRecord) -> No
     """Observe a batch of kernels obtained together (a single compile is a batch of one).
 
     Called for every plugin, after the ``cubecl_server_compilation_record`` calls of
-    the batch's kernels. The return value is ignored.
+    the batch's kernels. The return value is ignored; an exception is logged as a
+    warning and does not fail the launch.
     """

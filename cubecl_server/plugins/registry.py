@@ -18,7 +18,6 @@ implementation as pluggy documents.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import traceback
@@ -31,6 +30,7 @@ import pluggy
 
 import cubecl_server
 from cubecl_server.errors import BackendNotFound, BackendUnavailable, PluginError
+from cubecl_server.logging import logger
 from cubecl_server.plugins import hookspecs
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ __all__ = [
     "BackendStatus", "BrokenPlugin", "PluginRegistry", "registry", "reset_registry",
 ]
 
-logger = logging.getLogger("cubecl_server.plugins")
+log = logger("plugins")
 
 BUILTIN_PLUGINS: tuple[str, ...] = ("cubecl_server.backends.cpu.plugin",)
 """Import paths of the core's own plugin modules, registered whatever the env says."""
@@ -253,7 +253,7 @@ class PluginRegistry:
         if allow:
             unknown = allow - {ep.name for ep in points}
             if unknown:
-                logger.warning("%s names plugins that are not installed: %s",
+                log.warning("%s names plugins that are not installed: %s",
                                ENV_ALLOW, ", ".join(sorted(unknown)))
         loaded: list[tuple[object, _Origin]] = []
         for ep in points:
@@ -277,7 +277,7 @@ class PluginRegistry:
                 f"{b.name} ({b.distribution} {b.version}): {b.error}\n{b.traceback}"
                 for b in found.broken))
         for b in found.broken:
-            logger.warning("cubecl-server plugin %r (%s %s) is broken: %s",
+            log.warning("cubecl-server plugin %r (%s %s) is broken: %s",
                            b.name, b.distribution, b.version, b.error)
         return found
 

@@ -86,6 +86,8 @@ _FLOAT_FNS = {ir.MathFn.EXP: "np.exp", ir.MathFn.LOG: "np.log", ir.MathFn.SQRT: 
               ir.MathFn.ERF: "_s.erf"}
 _ARITY = {ir.MathFn.POW: 2, ir.MathFn.MIN: 2, ir.MathFn.MAX: 2, ir.MathFn.FMA: 3,
           ir.MathFn.CLAMP: 3}
+# The same in every lane of a launch. Unlike lang.uniformity's per-cube set, CUBE_POS*
+# is left out: one chunk holds several cubes.
 _UNIFORM_BUILTINS = frozenset({
     ir.BuiltinName.CUBE_DIM, ir.BuiltinName.CUBE_DIM_X, ir.BuiltinName.CUBE_DIM_Y,
     ir.BuiltinName.CUBE_DIM_Z, ir.BuiltinName.CUBE_COUNT, ir.BuiltinName.CUBE_COUNT_X,

@@ -629,11 +629,7 @@ def atomic_shared(op: str, sh: np.ndarray, size: int, g: Grid, idx: Value, val: 
 
 
 def _lowest(dtype: np.dtype) -> Any:
-    if dtype.kind == "f":
-        return dtype.type(-np.inf)
-    if dtype.kind == "b":
-        return np.False_
-    return np.iinfo(dtype).min
+    return dtype.type(-np.inf) if dtype.kind == "f" else np.iinfo(dtype).min
 
 
 def plane_sum(g: Grid, v: Value, m: Mask, size: int) -> Value:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KIND", "STORE_NAMES", "ENV_ARCH", "COMPILE_ONLY_ARCHS", "parse_arch", "nvrtc_options",
     "CudaArtifactCompiler", "CudaTarget", "LoadedCudaKernel", "split_payload",
-    "CompileOnlyTarget", "compile_only_archs", "compile_only_compiler",
+    "CompileOnlyTarget", "compile_only_archs", "compile_only_compiler", "default_arch",
 ]
 
 KIND = "cuda-cubin"
@@ -249,12 +249,17 @@ def compile_only_archs() -> list[str]:
     return [parse_arch(n) for n in names.split(",") if n.strip()]
 
 
+def default_arch() -> str:
+    """The one architecture a device-less client or compiler targets when none is
+    named: the first of ``CUBECL_CUDA_ARCH``, else ``sm_90``."""
+    return compile_only_archs()[0] if os.environ.get(ENV_ARCH, "").strip() else "sm_90"
+
+
 def compile_only_compiler(arch: str | None = None,
                           compiler: CudaCompiler | None = None) -> CudaArtifactCompiler:
     """A ready ArtifactCompiler for ``arch`` that needs no device (lower, source and
     finalize all run on the host); ``arch`` defaults to ``CUBECL_CUDA_ARCH``'s first,
     else ``sm_90``. This is what a compile-only conformance run and an ahead-of-time
     build use, since the core's client needs a server and so a device."""
-    chosen = arch or (compile_only_archs()[0] if os.environ.get(ENV_ARCH) else "sm_90")
-    return CudaArtifactCompiler(compiler or CudaCompiler(), chosen)
+    return CudaArtifactCompiler(compiler or CudaCompiler(), arch or default_arch())
 

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from cubecl_cuda.artifact import compile_only_archs, parse_arch
+from cubecl_cuda.artifact import default_arch, parse_arch
 from cubecl_cuda.capabilities import compile_only_capabilities
 from cubecl_cuda.runtime import NO_DEVICE
 from cubecl_cuda.storage import ALIGNMENT, CudaStorageId
@@ -61,7 +61,7 @@ class CompileOnlyServer:
     backend = "cuda"
 
     def __init__(self, arch: str | None = None) -> None:
-        self.arch = parse_arch(arch) if arch else compile_only_archs()[-1]
+        self.arch = parse_arch(arch) if arch else default_arch()
         self.device = DeviceInfo("cuda", 0, f"compile-only ({self.arch}, no GPU)",
                                  DeviceKind.VIRTUAL, vendor="NVIDIA")
         self.capabilities = compile_only_capabilities()

@@ -1,7 +1,8 @@
 """What cubecl-cuda adds to the conformance suite (a pytest plugin).
 
-Loaded with ``-p cubecl_cuda.conformance`` next to ``-p cubecl_server.conformance``
-(the plugin's ``pyproject.toml`` does both): every artifact the suite's compile-only
+The suite loads it wherever it runs against ``cuda`` (the plugin's own tests, the
+CLI, the runner), through the entry point ``cuda = "cubecl_cuda.conformance"`` of the
+group ``cubecl_server.conformance``: every artifact the suite's compile-only
 tests finalize has its PTX assembled by ``ptxas`` for the artifact's architecture,
 where a CUDA toolkit's ``ptxas`` is found (PATH, ``/usr/local/cuda/bin`` or
 ``CUBECL_CUDA_PTXAS``); without one the check is left out, not failed.

@@ -26,8 +26,7 @@ step() {  # step NAME SECONDS CMD...: run with a time limit, keep status and wal
 step devices 30 "$PY" -m cubecl_server.cli backends
 # The whole conformance suite on the GPU, as a user runs it, with the plugin's ptxas
 # check of every artifact the compile-only tests finalize.
-step conformance 300 "$PY" -m cubecl_server.cli conformance cuda -q -p no:cacheprovider \
-  -p cubecl_cuda.conformance
+step conformance 300 "$PY" -m cubecl_server.cli conformance cuda -q
 # The plugin's own tests alone (-o addopts=-ra: the suite just ran above); the ones
 # that assert there is no GPU skip themselves.
 PLUGIN="$ROOT/plugins/cubecl-cuda"

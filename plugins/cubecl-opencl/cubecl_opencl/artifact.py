@@ -73,16 +73,14 @@ def build_error(kernel: str, source: str, log: str) -> CompilationError:
                             kernel=kernel, backend=BACKEND, log=log)
 
 
-def _options(text: str) -> bytes:
-    return text.encode()
-
-
 class OpenclArtifactCompiler:
     """Lowers to OpenCL C and builds it for the device into a program binary.
 
     It builds on a context of its own (OpenCL contexts and program builds are
     thread-safe; nothing here is shared with the server's queue), so it may run on
-    any thread of the loader's pool.
+    any thread of the loader's pool. PyOpenCL releases the GIL in ``clBuildProgram``,
+    but PoCL 3.1 holds a process-wide lock around its compiler: on PoCL, builds from
+    two threads run one after the other, whatever their contexts.
     """
 
     def __init__(self, compiler: OpenclCompiler, device: cl.Device,
@@ -155,7 +153,7 @@ class OpenclArtifactCompiler:
         # be in what ``source`` hashes.
         program = _cl._Program(self._ctx(), source)
         try:
-            program.build(_options(BUILD_OPTIONS), [self.device])
+            program.build(BUILD_OPTIONS.encode(), [self.device])
         except cl.Error as e:
             try:
                 log = program.get_build_info(self.device, cl.program_build_info.LOG)
@@ -224,7 +222,7 @@ class OpenclTarget:
             raise ArtifactRejected(str(e)) from e
         try:
             program = _cl._Program(self.context, [self.device], [artifact.payload])
-            program.build(_options(str(h.get("build_options", ""))), [self.device])
+            program.build(str(h.get("build_options", "")).encode(), [self.device])
             kernel = cl.Kernel(program, entry)
         except cl.Error as e:
             raise ArtifactRejected(f"the driver rejected the binary: {e}") from e

@@ -15,6 +15,7 @@ Vulkan and makes four raw calls (bind pipeline, bind set, dispatch, barrier).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -239,7 +240,7 @@ class VulkanServer:
                 elif e.kind == "shape":
                     value = b.shape[e.dim]
                 else:
-                    value = int(np.prod(b.shape[e.dim + 1:], dtype=np.int64))
+                    value = math.prod(b.shape[e.dim + 1:])  # the C-order stride
                 words[word] = value & 0xFFFFFFFF
             word += e.words
 

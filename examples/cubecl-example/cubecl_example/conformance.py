@@ -1,4 +1,9 @@
-"""The example backend's test configuration: what the conformance suite may expect."""
+"""The example backend's conformance hooks: what the suite may expect of it.
+
+Named in the entry-point group ``cubecl_server.conformance``, so they apply wherever
+the suite runs against ``example``: this repository's tests and
+``cubecl-server conformance example``.
+"""
 
 from __future__ import annotations
 
