@@ -170,12 +170,12 @@ class ComputeClient:
             aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
             k = aid.kernel.ir
             check_launch(k, cube_dim, self.capabilities)
-            read = _read_arrays(k)
+            read, written = _read_arrays(k)
             arrays = [p for p in k.params if p.array]
             plan = self._plans[key] = _Plan(
                 aid, k, tuple((p, _SCALAR_TYPES[p.elem]) for p in k.params),
                 tuple(p.name in read for p in arrays),
-                tuple(p.name in k.written_arrays for p in arrays))
+                tuple(p.name in written for p in arrays))
         return plan
 
     def artifact_id(self, kernel: KernelFunction, cube_dim: CubeDim,
@@ -220,9 +220,20 @@ class ComputeClient:
                 h.taint = None
 
 
-def _read_arrays(k: ir.Kernel) -> frozenset[str]:
-    return frozenset(n.array for n in ir.walk(k.body)
-                     if isinstance(n, (ir.Load, ir.AtomicStmt)))
+def _read_arrays(k: ir.Kernel) -> tuple[set[str], set[str]]:
+    """The arrays ``k`` reads (loads, atomics) and those it writes (stores, atomics), in
+    one walk: for an array parameter, the latter is ``k.written_arrays``."""
+    read: set[str] = set()
+    written: set[str] = set()
+    for n in ir.walk(k.body):
+        if isinstance(n, ir.Load):
+            read.add(n.array)
+        elif isinstance(n, ir.Store):
+            written.add(n.array)
+        elif isinstance(n, ir.AtomicStmt):
+            read.add(n.array)
+            written.add(n.array)
+    return read, written
 
 
 def _check_comptime(kernel: KernelFunction, comptime: dict[str, Any]) -> None:

@@ -500,24 +500,47 @@ class Kernel:
 # ---------------------------------------------------------------- traversal
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+"""Per type met by :func:`walk`: its dataclass field names, or None if not a dataclass."""
+
+_UNSEEN: Any = object()
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """``cls``'s dataclass field names (None for a type that is no dataclass), worked
+    out once per type instead of once per node."""
+    names = (tuple(f.name for f in dataclasses.fields(cls))
+             if dataclasses.is_dataclass(cls) else None)
+    _FIELD_NAMES[cls] = names
+    return names
+
+
 def walk(nodes: tuple[Any, ...] | Any) -> Any:
     """Yield every statement and expression under ``nodes``, parents first."""
     stack = list(nodes) if isinstance(nodes, tuple) else [nodes]
     stack.reverse()
+    names_of = _FIELD_NAMES.get
     while stack:
         node = stack.pop()
         if node is None:
             continue
         yield node
-        if dataclasses.is_dataclass(node):
-            children: list[Any] = []
-            for f in dataclasses.fields(node):
-                v = getattr(node, f.name)
-                if isinstance(v, tuple):
-                    children.extend(c for c in v if dataclasses.is_dataclass(c))
-                elif dataclasses.is_dataclass(v):
-                    children.append(v)
-            stack.extend(reversed(children))
+        names = names_of(type(node), _UNSEEN)
+        if names is _UNSEEN:
+            names = _field_names(type(node))
+        if names is None:
+            continue
+        children: list[Any] = []
+        for name in names:
+            v = getattr(node, name)
+            for c in (v if isinstance(v, tuple) else (v,)):
+                known = names_of(type(c), _UNSEEN)
+                if known is _UNSEEN:
+                    known = _field_names(type(c))
+                if known is not None:
+                    children.append(c)
+        children.reverse()
+        stack.extend(children)
 
 
 # ---------------------------------------------------------------- serialisation
@@ -534,7 +557,36 @@ _ENUMS: dict[str, type[enum.Enum]] = {
 }
 
 
+_ENCODED_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls) if f.compare) for cls in _NODES.values()
+}
+"""Per node type: the fields its serialisation holds, in order."""
+
+_ENUM_TYPES = frozenset(_ENUMS.values())
+
+
 def _encode(value: Any) -> Any:
+    # The IR's own types by exact type first; anything else as _encode_other says.
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    fields = _ENCODED_FIELDS.get(t)
+    if fields is not None:
+        out: dict[str, Any] = {"node": t.__name__}
+        for name in fields:
+            out[name] = _encode(getattr(value, name))
+        return out
+    if t is tuple:
+        return [_encode(v) for v in value]
+    if t is float:
+        # float.hex is exact and has a spelling for nan and inf, unlike JSON numbers.
+        return {"float": value.hex()}
+    if t in _ENUM_TYPES:
+        return {"enum": t.__name__, "v": value._value_}
+    return _encode_other(value)
+
+
+def _encode_other(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return {"enum": type(value).__name__, "v": value.value}
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):

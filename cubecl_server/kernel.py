@@ -13,6 +13,7 @@ from cubecl_server.id import KernelId
 if TYPE_CHECKING:
     from cubecl_server.client import ComputeClient
     from cubecl_server.lang.frontend import KernelSignature
+    from cubecl_server.lang.source import KernelSource
 
 __all__ = ["CubeCount", "CubeDim", "CompiledKernel", "KernelFunction", "kernel"]
 
@@ -86,8 +87,19 @@ class KernelFunction:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self._signature: KernelSignature | None = None
+        self._source: KernelSource | None = None
         self._ids: dict[tuple[tuple[str, Any], ...], KernelId] = {}
         self._lock = threading.Lock()
+
+    def _load_source(self) -> KernelSource:
+        """The kernel's parsed definition, read from its file on first use; raises
+        KernelSyntaxError (and keeps nothing) when it cannot be read."""
+        source = self._source
+        if source is None:
+            from cubecl_server.lang.source import load_source
+
+            source = self._source = load_source(self.fn)
+        return source
 
     @property
     def signature(self) -> KernelSignature:
@@ -95,9 +107,16 @@ class KernelFunction:
         if self._signature is None:
             # Imported on first use: the launch geometry here is needed by every
             # server, the kernel language only by whoever defines kernels.
+            from cubecl_server.errors import KernelSyntaxError
             from cubecl_server.lang.frontend import kernel_signature
 
-            self._signature = kernel_signature(self.fn)
+            try:
+                source = self._load_source()
+            except KernelSyntaxError:
+                # kernel_signature reads what it can without the source.
+                self._signature = kernel_signature(self.fn)
+            else:
+                self._signature = kernel_signature(self.fn, source)
         return self._signature
 
     def kernel_id(self, comptime: dict[str, Any]) -> KernelId:
@@ -110,7 +129,11 @@ class KernelFunction:
             with self._lock:
                 kid = self._ids.get(key)
                 if kid is None:
-                    kid = self._ids[key] = KernelId.of(parse_kernel(self.fn, comptime))
+                    # Read once for every comptime set; a failure raises here as
+                    # parse_kernel would raise it.
+                    source = self._load_source()
+                    kid = self._ids[key] = KernelId.of(parse_kernel(
+                        self.fn, comptime, source=source, signature=self.signature))
         return kid
 
     def ir(self, **comptime: Any) -> ir.Kernel:

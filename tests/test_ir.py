@@ -193,6 +193,35 @@ def test_digest_is_stable_across_processes() -> None:
     assert all(len(d) == 64 for d in expected)
 
 
+# Digests made by the serialisation as first written: a change to the canonical
+# bytes (field order, spelling of enums, floats, nodes) changes them and fails here.
+PINNED_DIGESTS = {
+    "handbuilt": "09abcc11280622cf6306d210a72bc989cb90f116cf3469a258f463993708c891",
+    "stable_kernel N=4": "7bb16b708cf92e806165e57b48a266f7b3cbefbcb5d09bd31f87ba923e1b4474",
+    "stable_kernel N=2 CLIP=False":
+        "0bda9a862394adf351f23688bcf805f03b668e5069cad3d1a9b2ad80c7ee172a",
+    "generated 60 statements": "0d0ffd893868d8907047b5bdbccaf8d4de7e5557e755c90fd3982d08f2a84708",
+}
+
+
+def test_digests_are_pinned(tmp_path: Path) -> None:
+    from benchmarks.generated import load_big_kernel, write_big_kernel
+
+    big = tmp_path / "big_for_digest.py"
+    write_big_kernel(big, 60)
+    got = {
+        "handbuilt": handbuilt().digest,
+        "stable_kernel N=4": parse_kernel(stable_kernel, {"N": 4}).digest,
+        "stable_kernel N=2 CLIP=False":
+            parse_kernel(stable_kernel, {"N": 2, "CLIP": False}).digest,
+        "generated 60 statements": load_big_kernel(big).kernel.kernel_id({}).digest,
+    }
+    assert got == PINNED_DIGESTS
+    assert ir.to_json(C(1.5, E.F64)) == (
+        '{"node":"Const","value":{"float":"0x1.8000000000000p+0"},'
+        '"type":{"enum":"Elem","v":"f64"}}')
+
+
 def test_digest_ignores_loc() -> None:
     k = handbuilt()
     moved = dataclasses.replace(k, loc=ir.SourceLoc("elsewhere.py", 99))

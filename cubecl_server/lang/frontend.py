@@ -138,14 +138,21 @@ from .uniformity import Divergence, Marker, find_divergent, strip_markers
 __all__ = ["parse_kernel", "kernel_signature", "KernelSignature"]
 
 
-def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = None) -> ir.Kernel:
+def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = None, *,
+                 source: KernelSource | None = None,
+                 signature: KernelSignature | None = None) -> ir.Kernel:
     """Compile the kernel function ``fn``, specialised with ``comptime``, into IR.
+
+    ``source`` and ``signature``, when given, are ``load_source(fn)`` and
+    ``kernel_signature(fn, source)`` made earlier (a kernel parsed again for other
+    comptime values need not read its file again).
 
     Raises KernelSyntaxError for anything outside the kernel language and TypeError
     for comptime values that do not match the signature.
     """
-    source = load_source(fn)
-    sig = kernel_signature(fn, source)
+    if source is None:
+        source = load_source(fn)
+    sig = signature if signature is not None else kernel_signature(fn, source)
     bound = sig.bind_comptime(comptime or {})
     params = sig.specialise(dict(bound))
     unit = _Unit()
@@ -274,6 +281,25 @@ class _Unit:
         return name
 
 
+def _names_in(tree: ast.AST) -> list[ast.Name]:
+    """Every ``Name`` node under ``tree``, in no particular order (``ast.walk``, with
+    less per node)."""
+    out: list[ast.Name] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            out.append(node)  # its only child is its context
+            continue
+        for name in node._fields:
+            v = getattr(node, name, None)
+            if isinstance(v, list):
+                stack.extend(c for c in v if isinstance(c, ast.AST))
+            elif isinstance(v, ast.AST):
+                stack.append(v)
+    return out
+
+
 class _KernelBuilder:
     """Walks one kernel's AST: one ``stmt_<Node>`` / ``expr_<Node>`` method per node type.
 
@@ -298,10 +324,8 @@ class _KernelBuilder:
         self.globals: dict[str, Any] = fn.__globals__
         tree = source.tree
         # Python scoping: a name assigned anywhere in the function is a local in all of it.
-        self.assigned: set[str] = {
-            n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Store)
-        }
+        names = _names_in(tree)
+        self.assigned: set[str] = {n.id for n in names if isinstance(n.ctx, ast.Store)}
         self.locals: dict[str, _LocalInfo] = {}
         self.loop_vars: list[str] = []
         self.prologue: list[ir.Stmt] = []
@@ -315,7 +339,7 @@ class _KernelBuilder:
         self.branch_returns = False
         if helper is not None:
             return
-        unit.taken |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        unit.taken |= {n.id for n in names}
         unit.taken |= set(self.params) | set(comptime)
         for p in params:
             if not p.array and p.name in self.assigned:

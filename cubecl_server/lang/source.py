@@ -65,14 +65,77 @@ def body_of(tree: ast.FunctionDef) -> list[ast.stmt]:
     return body
 
 
+def _indent(line: str) -> int | None:
+    """The width of ``line``'s indentation; None when it holds anything but spaces (tabs
+    and form feeds count differently for the tokenizer)."""
+    body = line.lstrip()
+    lead = line[:len(line) - len(body)]
+    return len(lead) if lead.strip(" ") == "" else None
+
+
+def _quick_block(lines: list[str]) -> list[str] | None:
+    """The definition at the top of ``lines``, ended by indentation: the lines up to the
+    next statement indented no deeper than its ``def``, without trailing blank or
+    comment lines. None where indentation alone cannot tell (tabs, a decorator or
+    header this cannot follow); the caller then tokenizes, as ``inspect.getblock`` does.
+
+    The caller parses what this returns and keeps it only if it is exactly one
+    statement: a cut inside a bracket, string or continuation does not parse, and a
+    statement starts no line at the ``def``'s indentation before the ``def`` ends, so
+    a block that parses as one statement is the one ``inspect.getblock`` finds (up to
+    trailing comments, which parse to nothing)."""
+    if not lines:
+        return None
+    base = _indent(lines[0])
+    if base is None:
+        return None
+    seen_def = False
+    end = len(lines)
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        width = _indent(line)
+        if width is None:
+            return None
+        if width > base:
+            continue
+        if not seen_def:
+            if stripped.startswith(("def ", "async ")):
+                seen_def = True
+            elif not stripped.startswith("@"):
+                return None
+        elif not stripped.startswith(")"):
+            # A `)` at the def's own indentation closes a multi-line signature.
+            end = i
+            break
+    while end > 0 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+        end -= 1
+    return lines[:end] if seen_def else None
+
+
+def _parse_one(text: str) -> ast.Module | None:
+    """``text`` parsed, if it is exactly one statement."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return None
+    return module if len(module.body) == 1 else None
+
+
 def load_source(fn: Callable[..., Any]) -> KernelSource:
-    """Parse ``fn``'s definition from its file; raise KernelSyntaxError if impossible."""
+    """Parse ``fn``'s definition from its file; raise KernelSyntaxError if impossible.
+
+    The definition is what ``inspect.getsource`` returns; its end is found by
+    indentation where that is unambiguous, which saves tokenizing it in Python.
+    """
     file, first = code_location(fn)
     if not inspect.isfunction(fn):
         raise KernelSyntaxError(
             f"a kernel must be a Python function defined with `def`, not {fn!r}", file, first)
     try:
-        raw = inspect.getsource(fn)
+        # inspect.getsource is getblock(lines[start:]) of these.
+        lines, start = inspect.findsource(inspect.unwrap(fn))
     except (OSError, TypeError) as exc:
         raise KernelSyntaxError(
             f"the source of `{fn.__name__}` is not available ({exc}); kernels are "
@@ -80,23 +143,14 @@ def load_source(fn: Callable[..., Any]) -> KernelSource:
             "not in a REPL or with exec()", file, first) from None
     # getsource starts at the first decorator line, which is co_firstlineno.
     offset = first - 1
-    text = textwrap.dedent(raw)
-    try:
-        module = ast.parse(text)
-    except SyntaxError:
-        # A multi-line string less indented than the def defeats dedent; parsing
-        # the block under a dummy `if` keeps its indentation valid as it is.
-        text = "if 1:\n" + raw
-        offset -= 1
-        try:
-            module = ast.parse(text)
-        except SyntaxError as exc:
-            raise KernelSyntaxError(
-                f"cannot parse the source of `{fn.__name__}`: {exc.msg}", file, first
-            ) from None
-        inner = module.body[0]
-        assert isinstance(inner, ast.If)
-        module = ast.Module(body=inner.body, type_ignores=[])
+    quick = _quick_block(lines[start:])
+    module = None
+    if quick is not None:
+        text = textwrap.dedent("".join(quick))
+        module = _parse_one(text)
+    if module is None:
+        module, text, offset = _parse_block("".join(inspect.getblock(lines[start:])),
+                                            offset, fn, file, first)
     tree = module.body[0] if module.body else None
     if isinstance(tree, ast.AsyncFunctionDef):
         raise KernelSyntaxError("a kernel cannot be `async def`", file, tree.lineno + offset)
@@ -105,3 +159,26 @@ def load_source(fn: Callable[..., Any]) -> KernelSource:
             f"`{fn.__name__}` must be defined with a `def` statement of its own to be a "
             "kernel (lambdas and generated functions have no usable source)", file, first)
     return KernelSource(tree=tree, file=file, offset=offset, text=text)
+
+
+def _parse_block(raw: str, offset: int, fn: Callable[..., Any], file: str,
+                 first: int) -> tuple[ast.Module, str, int]:
+    """Parse the definition ``raw`` as ``inspect.getsource`` returned it: the module, the
+    text it was parsed from and the line offset of that text."""
+    text = textwrap.dedent(raw)
+    try:
+        return ast.parse(text), text, offset
+    except SyntaxError:
+        pass
+    # A multi-line string less indented than the def defeats dedent; parsing
+    # the block under a dummy `if` keeps its indentation valid as it is.
+    text = "if 1:\n" + raw
+    try:
+        module = ast.parse(text)
+    except SyntaxError as exc:
+        raise KernelSyntaxError(
+            f"cannot parse the source of `{fn.__name__}`: {exc.msg}", file, first
+        ) from None
+    inner = module.body[0]
+    assert isinstance(inner, ast.If)
+    return ast.Module(body=inner.body, type_ignores=[]), text, offset - 1
