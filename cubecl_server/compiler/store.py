@@ -140,7 +140,7 @@ def environment_database() -> Path:
     return environment.database_path(environment.environment_name(cfg.environment), root)
 
 
-_stores: dict[tuple[str, str, str, StoreNames, int], ArtifactStore | None] = {}
+_stores: dict[tuple[str, str, str, StoreNames], ArtifactStore | None] = {}
 _stores_lock = threading.Lock()
 
 
@@ -148,13 +148,14 @@ def compilation_store(backend: str, variant: str, names: StoreNames) -> Artifact
     """A store for a backend's compiled artifacts, or None when compilation caching is
     disabled or there is nowhere durable to put them.
 
-    One store per database, backend, variant and names per process; an environment
-    switch gives fresh ones.
+    One store per database, backend, variant and names per process; each environment
+    has its own database, so switching environments switches stores.
     """
     if not config().compilation_cache:
         return None
     path = environment_database()
-    cache_key = (str(path), backend, variant, names, environment.generation())
+    # The path names the environment, so a switch of environment is a different key.
+    cache_key = (str(path), backend, variant, names)
     with _stores_lock:
         if cache_key not in _stores:
             db = environment.open_store(path)
