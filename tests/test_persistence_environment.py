@@ -139,14 +139,30 @@ def test_unusable_file_gives_none_and_one_warning(
 ) -> None:
     caplog.set_level(logging.WARNING, logger=LOGGER)
     path = database_path()
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"\x00garbage, not a database" * 50)
+    path.mkdir(parents=True)  # a directory where the file should be
     assert open_store() is None
     assert open_store() is None
     warnings = [r for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert str(path) in warnings[0].getMessage()
     assert "in memory" in warnings[0].getMessage()
+
+
+def test_damaged_file_gives_a_fresh_store_and_one_warning(
+    isolated: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    path = database_path()
+    path.parent.mkdir(parents=True, mode=0o700)
+    path.write_bytes(b"\x00garbage, not a database" * 50)
+    store = open_store()
+    assert store is not None and open_store() is store
+    assert store.put("ns", "k", b"v").value == "inserted"
+    [aside] = store.moved_aside
+    warnings = [r.getMessage() for r in caplog.records
+                if r.name == LOGGER and r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "damaged" in warnings[0] and str(aside) in warnings[0]
 
 
 def test_unusable_directory_gives_none(isolated: Path, caplog: pytest.LogCaptureFixture) -> None:

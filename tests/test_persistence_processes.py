@@ -50,7 +50,7 @@ def test_processes_write_one_file_concurrently(tmp_path: Path) -> None:
     outputs = [proc.communicate(timeout=60) for proc in procs]
     for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
-        # The only thing a worker may say is the warning about the contested key.
+        # The only thing a worker may say is about the contested key.
         assert all("contested / k" in line for line in err.splitlines()), err
     results = [json.loads(out) for out, _ in outputs]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 
 from cubecl_server.allocator import format_bytes
 from cubecl_server.cli.table import Subparsers, print_table
@@ -52,24 +53,37 @@ def add_cache_command(subparsers: Subparsers) -> None:
     prune.add_argument("--max-size", type=parse_size, help="shrink to at most this size")
     prune.add_argument("--older-than", type=parse_age, help="drop entries unused this long")
     prune.set_defaults(func=_prune)
-    sub.add_parser("verify", help="check every checksum, purge and report bad entries") \
+    sub.add_parser("verify", help="check the database, every checksum and every entry's "
+                   "binding to its key; purge and report bad entries") \
         .set_defaults(func=_verify)
 
 
-def _open() -> SqliteStore | None:
+def _with_store(action: Callable[[SqliteStore], int]) -> int:
+    """Run ``action`` on the current environment's store (nothing when there is none
+    yet) and say where a damaged database was moved; a StoreError exits 1."""
     path = environment_database()
     if not path.exists():
         print(f"no artifact store yet at {path}")
-        return None
-    return SqliteStore.open(path)
-
-
-def _run(action: object) -> int:
+        return 0
+    db: SqliteStore | None = None
     try:
-        return action()  # type: ignore[operator, no-any-return]
+        db = SqliteStore.open(path)
+        return action(db)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    finally:
+        for aside in [] if db is None else db.moved_aside:
+            print(f"the database was damaged: moved it aside to {aside} and started a "
+                  "fresh one")
+
+
+def _refuse_read_only(db: SqliteStore, what: str) -> bool:
+    """Whether ``db`` can only be read, said on stderr: ``what`` cannot happen."""
+    if db.read_only:
+        print(f"error: cache database {db.path} can only be read (read-only file system, "
+              f"or not writable by you): nothing {what}", file=sys.stderr)
+    return db.read_only
 
 
 def _prefix(backend: str | None) -> str | None:
@@ -77,42 +91,37 @@ def _prefix(backend: str | None) -> str | None:
 
 
 def _info(args: argparse.Namespace) -> int:
-    def action() -> int:
-        path = environment_database()
-        print(f"root         {environment.cache_root(config().cache_dir)}")
-        print(f"environment  {environment.environment_name(config().environment)}")
-        print(f"database     {path}")
-        db = _open()
-        if db is None:
-            return 0
+    path = environment_database()
+    print(f"root         {environment.cache_root(config().cache_dir)}")
+    print(f"environment  {environment.environment_name(config().environment)}")
+    print(f"database     {path}")
+
+    def action(db: SqliteStore) -> int:
         print(f"size         {format_bytes(db.size_bytes())} in values, "
               f"{format_bytes(path.stat().st_size)} on disk")
         print_table(("NAMESPACE", "ENTRIES", "SIZE"),
                     [(n.namespace, str(n.entries), format_bytes(n.bytes))
                      for n in db.namespaces()])
         return 0
-    return _run(action)
+    return _with_store(action)
 
 
 def _ls(args: argparse.Namespace) -> int:
-    def action() -> int:
-        db = _open()
-        if db is None:
-            return 0
+    def action(db: SqliteStore) -> int:
         print_table(("NAMESPACE", "KEY", "SIZE", "ORIGIN"),
                     [(e.namespace, e.key[:16], format_bytes(e.size), e.origin)
                      for e in db.keys(_prefix(args.backend))])
         return 0
-    return _run(action)
+    return _with_store(action)
 
 
 def _clear(args: argparse.Namespace) -> int:
-    def action() -> int:
-        db = _open()
-        if db is not None:
-            print(f"deleted {db.clear(_prefix(args.backend))} entries")
+    def action(db: SqliteStore) -> int:
+        if _refuse_read_only(db, "deleted"):
+            return 1
+        print(f"deleted {db.clear(_prefix(args.backend))} entries")
         return 0
-    return _run(action)
+    return _with_store(action)
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -120,23 +129,21 @@ def _prune(args: argparse.Namespace) -> int:
         print("error: give --max-size and/or --older-than", file=sys.stderr)
         return 2
 
-    def action() -> int:
-        db = _open()
-        if db is not None:
-            print(f"pruned {db.prune(args.max_size, args.older_than)} entries, "
-                  f"{format_bytes(db.size_bytes())} left")
+    def action(db: SqliteStore) -> int:
+        if _refuse_read_only(db, "pruned"):
+            return 1
+        print(f"pruned {db.prune(args.max_size, args.older_than)} entries, "
+              f"{format_bytes(db.size_bytes())} left")
         return 0
-    return _run(action)
+    return _with_store(action)
 
 
 def _verify(args: argparse.Namespace) -> int:
-    def action() -> int:
-        db = _open()
-        if db is None:
-            return 0
+    def action(db: SqliteStore) -> int:
         bad = db.verify()
-        for namespace, key in bad:
-            print(f"purged corrupt entry {namespace} {key}")
-        print(f"{len(bad)} corrupt entries purged")
-        return 0
-    return _run(action)
+        done = "found" if db.read_only else "purged"
+        for entry in bad:
+            print(f"{done} corrupt entry {entry.namespace} {entry.key}: {entry.reason}")
+        print(f"{len(bad)} corrupt entries {done}")
+        return 1 if bad and _refuse_read_only(db, "purged") else 0
+    return _with_store(action)

@@ -39,12 +39,19 @@ def source_key(source: bytes) -> str:
     return hashlib.sha256(source).hexdigest()
 
 
+_POINTER = "source-pointer"
+"""The kind of a sources-map value: the key of the artifact a source was built into."""
+
+
 class ArtifactStore:
     """The compiled artifacts of one backend and device, kept by kernel and, for a
     backend that opts in, by the source each was finalized from.
 
     Nothing here raises on a storage failure: the first one turns the store off
-    for the process with one warning, and the compile path goes on in memory.
+    for the process with one warning, and the compile path goes on in memory. An
+    artifact is stored bound to its namespace and key, so one found anywhere else
+    (swapped, copied) is purged as corrupt, never run. On a read-only database,
+    artifacts load and writes are skipped.
     """
 
     def __init__(self, db: SqliteStore, backend: str, variant: str, names: StoreNames) -> None:
@@ -74,9 +81,10 @@ class ArtifactStore:
         if entry is None:
             return None
         try:
-            d = decode_artifact(entry.value)
+            d = decode_artifact(entry.value, namespace=self.kernels_namespace, key=key.digest)
         except CorruptEntry as e:
-            log.warning("stored artifact %s does not decode (%s): purged, compiling again",
+            # Old format, damage, or a valid artifact of another kernel: never run it.
+            log.warning("stored artifact %s rejected (%s): purged, compiling again",
                         key.digest[:16], e)
             self.purge(key)
             return None
@@ -86,13 +94,19 @@ class ArtifactStore:
         """Store ``artifact`` under ``key`` (first writer wins); whether it was taken."""
         if self._broken:
             return False
-        value = encode_artifact(artifact.kind, artifact.header, artifact.payload)
+        value = encode_artifact(artifact.kind, artifact.header, artifact.payload,
+                                namespace=self.kernels_namespace, key=key.digest)
         try:
             result = self._db.put(self.kernels_namespace, key.digest, value)
         except StoreError as e:
             self._fail("write", e)
             return False
-        return result is not PutResult.CONFLICT
+        return result not in (PutResult.CONFLICT, PutResult.READ_ONLY)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the database can only be read: artifacts load, none are stored."""
+        return self._db.read_only
 
     def purge(self, key: KernelCacheKey) -> None:
         """Remove the artifact under ``key`` (found corrupt, or rejected by the driver)."""
@@ -112,7 +126,22 @@ class ArtifactStore:
         except StoreError as e:
             self._fail("read", e)
             return None
-        return None if entry is None else KernelCacheKey(entry.value.decode())
+        if entry is None:
+            return None
+        try:
+            # Bound like an artifact: a pointer moved to another source would hand
+            # that source's kernel an artifact built from different code.
+            d = decode_artifact(entry.value, namespace=self.sources_namespace, key=source)
+            if d.kind != _POINTER:
+                raise CorruptEntry(f"a {d.kind!r} entry, not a source pointer")
+            return KernelCacheKey(d.payload.decode("ascii"))
+        except (CorruptEntry, UnicodeDecodeError) as e:
+            log.warning("source pointer %s rejected (%s): purged", source[:16], e)
+            try:
+                self._db.delete(self.sources_namespace, source)
+            except StoreError as err:
+                self._fail("purge", err)
+            return None
 
     def point_source(self, source: str, key: KernelCacheKey) -> None:
         """Make the sources map name ``key`` for ``source``.
@@ -123,7 +152,8 @@ class ArtifactStore:
         """
         if self._broken:
             return
-        value = key.digest.encode()
+        value = encode_artifact(_POINTER, {}, key.digest.encode(),
+                                namespace=self.sources_namespace, key=source)
         try:
             if self._db.put(self.sources_namespace, source, value) is PutResult.CONFLICT:
                 current = self.source(source)
@@ -171,8 +201,9 @@ def store_compiled(store: ArtifactStore | None, key: KernelCacheKey, artifact: A
         return False
     taken = store.put(key, artifact)
     if not taken:
-        log.info("artifact %s not stored (store off, or another writer stored a "
-                 "different value first)", key.digest[:16])
+        if not store.read_only:  # a read-only store was announced once, at open
+            log.info("artifact %s not stored (store off, or another writer stored a "
+                     "different value first)", key.digest[:16])
     elif source is not None:
         store.point_source(source, key)
     return taken

@@ -1,13 +1,15 @@
 """The storage layer under the compilation cache: namespaces, keys and bytes.
 
 It knows nothing of kernels or backends. :mod:`.codec` is the typed envelope values
-travel in, :mod:`.sqlite` the embedded store, :mod:`.environment` where it lives.
+travel in, :mod:`.sqlite` the embedded store, :mod:`.files` its files on disk (private,
+checked before use, moved aside when damaged), :mod:`.environment` where it lives.
 """
 
 from cubecl_server.persistence.codec import (
     CorruptEntry,
     DecodedArtifact,
     HeaderValue,
+    MisboundEntry,
     checksum,
     decode_artifact,
     encode_artifact,
@@ -23,6 +25,7 @@ from cubecl_server.persistence.environment import (
     validate_environment_name,
 )
 from cubecl_server.persistence.sqlite import (
+    BadEntry,
     CompilationRecordRow,
     Entry,
     EntryInfo,
@@ -30,12 +33,13 @@ from cubecl_server.persistence.sqlite import (
     Origin,
     PutResult,
     SqliteStore,
+    UntrustedStore,
 )
 
 __all__ = [
-    "CompilationRecordRow", "CorruptEntry", "DecodedArtifact", "Entry", "EntryInfo",
-    "HeaderValue", "NamespaceInfo", "Origin", "PutResult", "SqliteStore", "cache_root",
-    "checksum", "database_path", "decode_artifact", "encode_artifact", "environment_name",
-    "environment_path", "generation", "open_store", "switch_environment",
-    "validate_environment_name",
+    "BadEntry", "CompilationRecordRow", "CorruptEntry", "DecodedArtifact", "Entry",
+    "EntryInfo", "HeaderValue", "MisboundEntry", "NamespaceInfo", "Origin", "PutResult",
+    "SqliteStore", "UntrustedStore", "cache_root", "checksum", "database_path",
+    "decode_artifact", "encode_artifact", "environment_name", "environment_path",
+    "generation", "open_store", "switch_environment", "validate_environment_name",
 ]

@@ -5,12 +5,28 @@ Layout of an encoded artifact (all integers big-endian)::
     b"CCLA"                 magic
     u8                      format version (FORMAT_VERSION)
     u32                     length of the header JSON
-    header JSON             UTF-8, sorted keys: {"header": {...}, "kind": "..."}
+    header JSON             UTF-8, sorted keys:
+                            {"header": {...}, "key": "...", "kind": "...", "namespace": "..."}
     u64                     length of the payload
     payload                 the artifact's bytes, untouched
+    u8                      length of the signature: 0, unsigned (the only value today)
+    signature               that many bytes
 
 Both lengths are checked against the data, so a truncated or padded value is
 rejected instead of being handed to a driver.
+
+Every envelope is bound to the namespace and key it was written for: decoding it
+under any other (two valid entries swapped between keys, or a value copied to the
+wrong place) raises :class:`MisboundEntry`, so a valid artifact of one kernel is never
+run as another's. Values of format version 1 carried no binding and no longer decode.
+
+Where a signature goes. The *signed bytes* are the envelope from the magic to the
+end of the payload: namespace, key, kind, header and payload, exactly as stored.
+Values that leave the machine (bundles, a shared tier) will carry an HMAC-SHA256 of
+the signed bytes, under a secret the user configures, in the trailing signature
+field (32 bytes); a reader holding the secret will refuse a value whose signature is
+missing or wrong. Nothing signs yet, so this reader refuses any signature it is
+given rather than pass off a value it cannot check as checked.
 """
 
 from __future__ import annotations
@@ -25,21 +41,28 @@ from cubecl_server.errors import StoreError
 
 __all__ = [
     "FORMAT_VERSION", "MAGIC", "CorruptEntry", "DecodedArtifact", "HeaderValue",
-    "checksum", "decode_artifact", "encode_artifact",
+    "MisboundEntry", "checksum", "decode_artifact", "encode_artifact",
 ]
 
 MAGIC = b"CCLA"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 HeaderValue: TypeAlias = str | int | float | bool | list[Any] | dict[str, Any] | None
 
 _PREFIX = struct.Struct(">4sBI")
 _PAYLOAD_LEN = struct.Struct(">Q")
+_SIGNATURE_LEN = struct.Struct(">B")
+_FIELDS = {"header", "key", "kind", "namespace"}
 
 
 class CorruptEntry(StoreError):
     """A stored value that does not decode: bad magic, unknown version, wrong lengths,
     or a header that is not the JSON object this module writes."""
+
+
+class MisboundEntry(CorruptEntry):
+    """A well-formed envelope found under a namespace or key other than the one it
+    was written for."""
 
 
 @dataclass(frozen=True)
@@ -67,19 +90,30 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-def encode_artifact(kind: str, header: dict[str, HeaderValue], payload: bytes) -> bytes:
-    """Encode ``payload`` with its ``kind`` and ``header`` into one envelope.
+def _check_binding(namespace: str, key: str) -> None:
+    for what, value in (("namespace", namespace), ("key", key)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"artifact {what} must be a non-empty string, not {value!r}")
+
+
+def encode_artifact(
+    kind: str, header: dict[str, HeaderValue], payload: bytes, *, namespace: str, key: str,
+) -> bytes:
+    """Encode ``payload`` with its ``kind`` and ``header`` into one envelope bound to
+    the store ``namespace`` and ``key`` it is written for.
 
     The header must be JSON-serialisable (tuples come back as lists); NaN and
-    infinities are refused. Raises ValueError on an empty kind or a bad header.
+    infinities are refused. Raises ValueError on an empty kind, namespace or key, or
+    a bad header.
     """
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"artifact kind must be a non-empty string, not {kind!r}")
+    _check_binding(namespace, key)
     if not isinstance(header, dict) or not all(isinstance(k, str) for k in header):
         raise ValueError("artifact header must be a dict with string keys")
     try:
         text = json.dumps(
-            {"header": header, "kind": kind},
+            {"header": header, "key": key, "kind": kind, "namespace": namespace},
             sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False,
         )
     except (TypeError, ValueError) as exc:
@@ -88,15 +122,18 @@ def encode_artifact(kind: str, header: dict[str, HeaderValue], payload: bytes) -
     body = bytes(payload)
     return b"".join((
         _PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head,
-        _PAYLOAD_LEN.pack(len(body)), body,
+        _PAYLOAD_LEN.pack(len(body)), body, _SIGNATURE_LEN.pack(0),
     ))
 
 
-def decode_artifact(data: bytes) -> DecodedArtifact:
-    """Decode an envelope written by :func:`encode_artifact`.
+def decode_artifact(data: bytes, *, namespace: str, key: str) -> DecodedArtifact:
+    """Decode an envelope written by :func:`encode_artifact`, found under the store
+    ``namespace`` and ``key``.
 
-    Raises CorruptEntry on anything malformed; never returns a partial artifact.
+    Raises MisboundEntry when it was written for another namespace or key, and
+    CorruptEntry on anything malformed; never returns a partial artifact.
     """
+    _check_binding(namespace, key)
     view = memoryview(data)
     if len(view) < _PREFIX.size:
         raise CorruptEntry(f"artifact truncated: {len(view)} bytes, shorter than its prefix")
@@ -115,15 +152,32 @@ def decode_artifact(data: bytes) -> DecodedArtifact:
         )
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise CorruptEntry(f"artifact header is not valid JSON: {exc}") from exc
-    if not isinstance(obj, dict) or set(obj) != {"header", "kind"}:
+    if not isinstance(obj, dict) or set(obj) != _FIELDS:
         raise CorruptEntry("artifact header has the wrong shape")
     kind, header = obj["kind"], obj["header"]
-    if not isinstance(kind, str) or not kind or not isinstance(header, dict):
+    if not isinstance(kind, str) or not kind or not isinstance(header, dict) \
+            or not isinstance(obj["namespace"], str) or not isinstance(obj["key"], str):
         raise CorruptEntry("artifact header has the wrong shape")
     (payload_len,) = _PAYLOAD_LEN.unpack_from(view, head_end)
     start = head_end + _PAYLOAD_LEN.size
-    if len(view) - start != payload_len:
+    end = start + payload_len
+    if len(view) < end + _SIGNATURE_LEN.size:
         raise CorruptEntry(
-            f"artifact payload is {len(view) - start} bytes, its header says {payload_len}"
+            f"artifact payload is {max(len(view) - start - _SIGNATURE_LEN.size, 0)} bytes, "
+            f"its header says {payload_len}"
         )
-    return DecodedArtifact(kind=kind, header=header, payload=bytes(view[start:]))
+    (signature_len,) = _SIGNATURE_LEN.unpack_from(view, end)
+    if len(view) != end + _SIGNATURE_LEN.size + signature_len:
+        raise CorruptEntry(
+            f"artifact is {len(view)} bytes, its lengths say "
+            f"{end + _SIGNATURE_LEN.size + signature_len}"
+        )
+    if signature_len:
+        raise CorruptEntry("artifact is signed, and this version has no secret to check "
+                           "signatures with")
+    if (obj["namespace"], obj["key"]) != (namespace, key):
+        raise MisboundEntry(
+            f"entry written for {obj['namespace']} / {obj['key']}, "
+            f"found under {namespace} / {key}"
+        )
+    return DecodedArtifact(kind=kind, header=header, payload=bytes(view[start:end]))

@@ -2,7 +2,9 @@
 
 An environment is a subdirectory of the cache root holding one SQLite file. Switching
 environments bumps a process-wide generation counter; loaders, stores and tune caches
-compare :func:`generation` on access and reset themselves when it moved.
+compare :func:`generation` on access and reset themselves when it moved. The store
+creates the cache root and environment directories 0700 and the file 0600, and reads
+none that another user could have written (see :mod:`.files`).
 """
 
 from __future__ import annotations
@@ -123,8 +125,11 @@ def database_path(
 def open_store(path: str | os.PathLike[str] | None = None) -> SqliteStore | None:
     """The store on the SQLite file ``path`` (None: the current environment's
     :func:`database_path`), opened once per resolved path per process; None when the
-    file cannot be used (read-only, missing or unwritable directory, not a database,
-    locked past the busy timeout), with one warning per path per process.
+    file cannot be used (not private to this user, missing or unwritable directory,
+    full disk, locked past the busy timeout), with one warning per path per process.
+
+    A damaged file is moved aside for a fresh one; a file that can only be read
+    (read-only file system) is opened read-only and still serves loads.
 
     The answer, None included, is kept for the life of the process: caching then
     stays in memory rather than retrying the disk on every store lookup.

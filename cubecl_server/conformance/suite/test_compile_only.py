@@ -37,8 +37,9 @@ class TestCompileOnly:
         assert artifact.kind and isinstance(artifact.kind, str), "the artifact has no kind"
         assert isinstance(artifact.payload, bytes) and artifact.payload, "empty artifact"
         json.dumps(artifact.header)  # the store keeps the header as JSON
-        decoded = decode_artifact(encode_artifact(artifact.kind, artifact.header,
-                                                  artifact.payload))
+        at = {"namespace": "conformance/compile-only", "key": aid.kernel.name}
+        decoded = decode_artifact(
+            encode_artifact(artifact.kind, artifact.header, artifact.payload, **at), **at)
         assert decoded.payload == artifact.payload and decoded.kind == artifact.kind
         stages = {s.name for s in rec.stages}
         assert {"lower", "finalize"} <= stages, (
