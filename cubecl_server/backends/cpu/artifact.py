@@ -1,17 +1,21 @@
-"""The cpu backend's two compiler halves: NumPy source to a code object, and its load."""
+"""The cpu backend's two compiler halves: NumPy source as the artifact, and its load.
+
+The artifact is the generated source text, never code: what the store returns may
+have been rewritten by anyone who can write the store, so the load admits only the
+subset of Python the compiler generates (:mod:`cubecl_server.backends.cpu.validate`).
+"""
 
 from __future__ import annotations
 
-import marshal
 import sys
-import types
 
 from cubecl_server.backends.cpu.compiler import CpuCompiler
 from cubecl_server.backends.cpu.server import LoadedCpuKernel
+from cubecl_server.backends.cpu.validate import ENTRY_POINT, define_entry, validated_module
 from cubecl_server.compiler.contracts import Artifact
 from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.compiler.store import ArtifactStore, StoreNames, compilation_store
-from cubecl_server.errors import ArtifactRejected
+from cubecl_server.errors import ArtifactRejected, CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.ir import Kernel
 from cubecl_server.kernel import CompiledKernel, CubeDim
@@ -23,10 +27,11 @@ KIND = "py-code"
 
 
 class CpuArtifactCompiler:
-    """Lowers to NumPy source and finalizes it with ``compile()``.
+    """Lowers to NumPy source and finalizes it as that source, once validated.
 
-    The variant is the interpreter's cache tag (``cpython-311``): marshal bytes of a
-    code object are only valid for the Python version that wrote them.
+    The variant is the interpreter's cache tag (``cpython-311``): the validator
+    checks the syntax tree of this interpreter's :mod:`ast`, whose shapes change
+    between Python versions.
     """
 
     def __init__(self, compiler: CpuCompiler) -> None:
@@ -45,21 +50,26 @@ class CpuArtifactCompiler:
             return self.compiler.compile(kernel, cube_dim, mode)
 
     def source(self, compiled: CompiledKernel) -> bytes:
-        """The generated source decides the code object entirely: opt in to reuse."""
+        """The generated source decides the artifact entirely: opt in to reuse."""
         return compiled.source.encode()
 
     def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> Artifact:
-        """Compile the source into a code object and keep its marshal bytes."""
+        """The source as UTF-8, checked as every load will check it, so that source the
+        validator would refuse fails here and is never stored."""
         with recording.stage("finalize"):
-            code = compile(compiled.source, f"<cubecl cpu kernel {compiled.name}>", "exec")
-            payload = marshal.dumps(code)
+            payload = compiled.source.encode()
+            try:
+                validated_module(payload, _filename(compiled.name))
+            except ArtifactRejected as e:
+                raise CompilationError(f"the generated source is not loadable: {e}",
+                                       kernel=compiled.name, backend="cpu") from e
         recording.add("artifact", 0.0, len(payload))
         return Artifact(KIND, payload, {"entry_point": compiled.entry_point,
                                         "kernel": compiled.name})
 
 
 class CpuTarget:
-    """Loads code objects in this process; the store is the environment's for ``cpu``."""
+    """Loads validated source in this process; the store is the environment's for ``cpu``."""
 
     def __init__(self, store_names: StoreNames, variant: str) -> None:
         self.store_names = store_names
@@ -71,19 +81,16 @@ class CpuTarget:
         return compilation_store("cpu", self.variant, self.store_names)
 
     def load(self, artifact: Artifact) -> LoadedCpuKernel:
-        """Execute the code object's module body and return its entry point."""
-        entry = artifact.header.get("entry_point")
-        if artifact.kind != KIND or not isinstance(entry, str):
-            raise ArtifactRejected(f"not a cpu code artifact (kind {artifact.kind!r})")
-        try:
-            code = marshal.loads(artifact.payload)
-        except (ValueError, EOFError, TypeError) as e:
-            raise ArtifactRejected(f"marshal data does not load: {e}") from e
-        if not isinstance(code, types.CodeType):
-            raise ArtifactRejected("marshal data is not a code object")
-        namespace: dict[str, object] = {"__name__": f"cubecl_cpu_{artifact.header.get('kernel')}"}
-        exec(code, namespace)
-        fn = namespace.get(entry)
-        if not callable(fn):
-            raise ArtifactRejected(f"code object defines no {entry!r}")
-        return fn
+        """Validate the source, then compile it and return its entry point."""
+        if artifact.kind != KIND or artifact.header.get("entry_point") != ENTRY_POINT:
+            raise ArtifactRejected(f"not a cpu source artifact (kind {artifact.kind!r}, "
+                                   f"entry point {artifact.header.get('entry_point')!r})")
+        name = str(artifact.header.get("kernel"))
+        filename = _filename(name)
+        return define_entry(validated_module(artifact.payload, filename), filename,
+                            f"cubecl_cpu_{name}")
+
+
+def _filename(kernel: str) -> str:
+    """The file name tracebacks show for a kernel's generated code."""
+    return f"<cubecl cpu kernel {kernel}>"
