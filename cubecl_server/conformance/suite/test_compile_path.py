@@ -1,12 +1,16 @@
-"""The compile path (DESIGN.md sections 2-4) against the backend under test: real
+"""The compile path (docs/architecture.md) against the backend under test: real
 SQLite files in a fresh cache directory, real fresh processes."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -257,31 +261,112 @@ class TestCompilePath:
                 f"add_const C={k} (obtained in a batch) computed {got[:6]}"
 
     def test_concurrent_processes_share_one_cache_dir(self, cubecl_subject: Subject) -> None:
-        code = textwrap.dedent(f"""
-            import numpy as np
-            from cubecl_server.kernel import CubeCount, CubeDim
-            from cubecl_server.runtime import create_client
-            from cubecl_server.conformance import kernels
-            c = create_client({cubecl_subject.backend!r}, {cubecl_subject.device!r})
-            a = c.create(np.arange(300, dtype=np.int32)); out = c.empty(300, np.int32)
-            for k in range(12):
-                kernels.add_const.launch(c, CubeCount(10), CubeDim(32), a, out, C=k)
-                assert np.array_equal(c.read(out), np.arange(300, dtype=np.int32) + k), k
-            print("ok")
-        """)
-        procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
-        for p in procs:
-            out, err = p.communicate(timeout=300)
-            assert p.returncode == 0 and out.strip() == "ok", err
-            assert "Traceback" not in err, err
-        warm = create_client(cubecl_subject.backend, cubecl_subject.device)
-        with recording(warm) as recs:
-            a, out = warm.create(np.zeros(5, np.int32)), warm.empty(5, np.int32)
-            for k in range(12):
-                kernels.add_const.launch(warm, CubeCount(1), CubeDim(32), a, out, C=k)
-                assert np.array_equal(warm.read(out), np.full(5, k, np.int32))
-        assert set(_outcomes(recs)) == {"loaded"}, _outcomes(recs)
+        # 8 processes x 40 kernels x 2 waves: the cold wave builds and stores while
+        # the others load the same artifacts; the warm one only loads, all at once.
+        reports = run_concurrent_waves(cubecl_subject.backend, cubecl_subject.device)
+        warm = reports[-1]
+        assert sum(len(r["outcomes"]) for r in warm) == CONCURRENT_PROCESSES * CONCURRENT_KERNELS
+
+
+CONCURRENT_PROCESSES = 8
+CONCURRENT_KERNELS = 40
+
+_CONCURRENT_CHILD = textwrap.dedent("""
+    import json, sys, time
+    from pathlib import Path
+    import numpy as np
+    from cubecl_server.conformance import kernels
+    from cubecl_server.kernel import CubeCount, CubeDim
+    from cubecl_server.runtime import create_client, recording
+
+    backend, device, count, first, gate, me = json.loads(sys.argv[1])
+    c = create_client(backend, device)
+    n = 300
+    base = np.arange(n, dtype=np.int32)
+    a, out = c.create(base), c.empty(n, np.int32)
+    # Everyone starts at once: ready, then wait for the parent's go.
+    Path(gate, f"ready.{me}").touch()
+    while not Path(gate, "go").exists():
+        time.sleep(0.002)
+    wrong = []
+    with recording(c) as recs:
+        for j in range(count):
+            k = (first + j) % count
+            kernels.add_const.launch(c, CubeCount(-(-n // 32)), CubeDim(32), a, out, C=k)
+            if not np.array_equal(c.read(out), base + k):
+                wrong.append(k)
+    print(json.dumps({"correct": count - len(wrong), "wrong": wrong,
+                      "outcomes": [r.outcome.value for r in recs]}))
+""")
+
+
+def run_concurrent_waves(backend: str, device: int | None, *,
+                         processes: int = CONCURRENT_PROCESSES,
+                         kernels_per_process: int = CONCURRENT_KERNELS, waves: int = 2,
+                         env: dict[str, str] | None = None,
+                         timeout: float = 600) -> list[list[dict[str, Any]]]:
+    """Start ``processes`` fresh processes at the same moment, ``waves`` times over,
+    each launching ``kernels_per_process`` distinct kernels (``add_const`` with
+    ``C`` = 0..n-1) on ``backend`` in the cache directory of the environment (or
+    ``env``), and check what each printed against NumPy.
+
+    Half the processes go through the kernels in one order, all in step, so that
+    they build, store and load the same artifacts at the same moments; the others
+    each start elsewhere in the list, so that one process's first use of an
+    artifact meets another's last. Every process must exit 0 with every result
+    right; in every wave after the first every kernel must be ``loaded`` from the
+    store. Returns each wave's reports (``correct``, ``wrong``, ``outcomes``) for
+    further checks. A backend's own tests call it with their driver's settings.
+    """
+    full_env = {**os.environ, **(env or {})}
+    reports: list[list[dict[str, Any]]] = []
+    for wave in range(1, waves + 1):
+        with tempfile.TemporaryDirectory(prefix="cubecl-gate-") as gate:
+            procs = []
+            for i in range(processes):
+                first = 0 if i % 2 == 0 else (i * kernels_per_process) // processes
+                args = json.dumps([backend, device, kernels_per_process, first, gate, i])
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-c", _CONCURRENT_CHILD, args], env=full_env,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            deadline = time.monotonic() + timeout
+            while (len(list(Path(gate).glob("ready.*"))) < processes
+                   and any(p.poll() is None for p in procs)
+                   and time.monotonic() < deadline):
+                time.sleep(0.01)
+            Path(gate, "go").touch()
+            results = []
+            for p in procs:
+                try:
+                    out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out, err = p.communicate()
+                results.append((p.returncode, out, err))
+        failed = [f"process {i}: exit {rc}\n{err.strip()[-1500:]}"
+                  for i, (rc, _, err) in enumerate(results) if rc != 0]
+        assert not failed, (f"{backend}: {len(failed)} of {processes} processes of wave "
+                            f"{wave} failed:\n" + "\n\n".join(failed))
+        wave_reports = []
+        for i, (_, out, err) in enumerate(results):
+            lines = out.strip().splitlines()
+            assert lines, f"{backend}: wave {wave}, process {i} printed nothing:\n{err[-1500:]}"
+            wave_reports.append(json.loads(lines[-1]))
+        for i, r in enumerate(wave_reports):
+            assert not r["wrong"] and r["correct"] == kernels_per_process, (
+                f"{backend}: wave {wave}, process {i} computed wrong results for C in "
+                f"{r['wrong']} (add_const compared with NumPy)")
+            assert len(r["outcomes"]) == kernels_per_process, (wave, i, r["outcomes"])
+            # Cold, a process may find the artifact another stored a moment ago by
+            # its source (rekeyed) as well as by its key (loaded).
+            assert set(r["outcomes"]) <= {"compiled", "loaded", "rekeyed"}, (
+                wave, i, r["outcomes"])
+            if wave > 1:
+                assert set(r["outcomes"]) == {"loaded"}, (
+                    f"{backend}: wave {wave}, process {i} did not load every kernel from "
+                    f"the store the first wave filled: {r['outcomes']}")
+        reports.append(wave_reports)
+    return reports
 
 
 class _Variant:

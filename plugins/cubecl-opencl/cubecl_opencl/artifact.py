@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,7 +25,7 @@ from cubecl_server.execution import ExecutionMode
 from cubecl_server.ir import Kernel
 from cubecl_server.kernel import CompiledKernel, CubeDim
 
-from . import BACKEND
+from . import BACKEND, pocl
 from .compiler import ArrayArg, KernelLayout, Need, OpenclCompiler, ScalarArg
 from .device import DeviceFeatures, features_of, variant_of
 
@@ -30,7 +33,9 @@ if TYPE_CHECKING:
     from .server import Enqueue
 
 __all__ = ["KIND", "BUILD_OPTIONS", "OpenclArtifactCompiler", "OpenclTarget", "LoadedKernel",
-           "build_error"]
+           "build_error", "program_key"]
+
+log = logging.getLogger(__name__)
 
 KIND = "cl-binary"
 """The artifact kind: a ``CL_PROGRAM_BINARIES`` blob for one device."""
@@ -52,6 +57,24 @@ _NEEDS = {Need.FP64: "f64 arithmetic needs cl_khr_fp64",
 # "<file>:LINE:COL: error: msg" or PoCL's "error: <file>:LINE:COL: msg".
 _DIAGNOSTIC = re.compile(r"(?:^|\s)(?:error: )?(?P<file>[^\s:]*):(?P<line>\d+):(?P<col>\d+):"
                          r"\s*(?:(?:fatal )?error:\s*)?(?P<msg>.*)$")
+
+
+def program_key(source: str, options: str = BUILD_OPTIONS) -> str:
+    """The name a program's PoCL locks go by: the digest of its build options and
+    source, which is what decides PoCL's directory for it. The build records it in
+    the artifact's header (``program``) so that the load takes the same lock."""
+    return hashlib.sha256(f"{options}\n{source}".encode()).hexdigest()
+
+
+@contextmanager
+def _program_lock(on_pocl: bool, key: str) -> Iterator[None]:
+    """:func:`cubecl_opencl.pocl.program_lock` on PoCL; nothing on other drivers."""
+    with pocl.program_lock(key) if on_pocl else nullcontext():
+        yield
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_BUILD_ATTEMPTS = 3
 
 
 def build_error(kernel: str, source: str, log: str) -> CompilationError:
@@ -89,6 +112,7 @@ class OpenclArtifactCompiler:
         self.device = device
         self.features = features or features_of(device)
         self._variant = variant_of(device)
+        self._on_pocl = pocl.is_pocl(device.platform.name)
         self._context: cl.Context | None = None
         self._lock = threading.Lock()
 
@@ -142,12 +166,32 @@ class OpenclArtifactCompiler:
         return Artifact(KIND, payload, {
             "entry_point": compiled.entry_point, "kernel": compiled.name,
             "build_options": BUILD_OPTIONS, "sha256": hashlib.sha256(payload).hexdigest(),
-            "params": layout.to_header(),
+            "program": program_key(compiled.source), "params": layout.to_header(),
         })
 
     def build(self, kernel: str, source: str) -> bytes:
         """The device binary of ``source``; CompilationError with the build log if the
-        OpenCL compiler rejects it."""
+        OpenCL compiler rejects it.
+
+        On PoCL the build and the serialization of its binary hold the program's
+        lock (:mod:`cubecl_opencl.pocl`): another process rewriting the program's
+        ``program.bc`` in between would leave it out of the binary. A binary that
+        comes back broken all the same (a process outside cubecl rewrote it) is built
+        again rather than stored.
+        """
+        problem: str | None = None
+        for _ in range(_BUILD_ATTEMPTS):
+            with _program_lock(self._on_pocl, program_key(source)):
+                binary = self._build_once(kernel, source)
+            problem = pocl.binary_problem(binary) if self._on_pocl else None
+            if problem is None:
+                return binary
+            log.warning("PoCL returned a broken binary for %s (%s); building it again",
+                        kernel, problem)
+        raise CompilationError(f"PoCL returned a broken program binary: {problem}",
+                               kernel=kernel, backend=BACKEND)
+
+    def _build_once(self, kernel: str, source: str) -> bytes:
         # The raw program, not pyopencl.Program: its build adds an include path,
         # PYOPENCL_BUILD_OPTIONS and a binary cache of its own, none of which would
         # be in what ``source`` hashes.
@@ -156,11 +200,15 @@ class OpenclArtifactCompiler:
             program.build(BUILD_OPTIONS.encode(), [self.device])
         except cl.Error as e:
             try:
-                log = program.get_build_info(self.device, cl.program_build_info.LOG)
+                build_log = program.get_build_info(self.device, cl.program_build_info.LOG)
             except cl.Error:
-                log = str(e)
-            raise build_error(kernel, source, log or str(e)) from None
+                build_log = str(e)
+            raise build_error(kernel, source, build_log or str(e)) from None
         (binary,) = program.get_info(cl.program_info.BINARIES)
+        # Released here, inside the caller's lock: with PoCL's cache off, releasing
+        # deletes the program's directory, which a load of this binary in another
+        # thread would be unpacking into.
+        del program
         return bytes(binary)
 
 
@@ -195,6 +243,7 @@ class OpenclTarget:
         self.device = device
         self.store_names = store_names
         self.variant = variant
+        self._on_pocl = pocl.is_pocl(device.platform.name)
 
     @property
     def store(self) -> ArtifactStore | None:
@@ -220,10 +269,19 @@ class OpenclTarget:
             arrays, scalars = KernelLayout.arrays_from_header(h.get("params"))
         except ValueError as e:
             raise ArtifactRejected(str(e)) from e
+        if self._on_pocl and (problem := pocl.binary_problem(artifact.payload)):
+            # PoCL asserts on these instead of returning an error: reject it first.
+            raise ArtifactRejected(f"a broken PoCL binary: {problem}")
+        key = h.get("program")
+        if not isinstance(key, str) or not _HEX64.fullmatch(key):
+            key = digest  # stored before artifacts named their program
         try:
-            program = _cl._Program(self.context, [self.device], [artifact.payload])
-            program.build(str(h.get("build_options", "")).encode(), [self.device])
-            kernel = cl.Kernel(program, entry)
+            # Unpacking the binary writes the program's PoCL directory: the program's
+            # lock keeps a build or another unpacking of it out meanwhile.
+            with _program_lock(self._on_pocl, key):
+                program = _cl._Program(self.context, [self.device], [artifact.payload])
+                program.build(str(h.get("build_options", "")).encode(), [self.device])
+                kernel = cl.Kernel(program, entry)
         except cl.Error as e:
             raise ArtifactRejected(f"the driver rejected the binary: {e}") from e
         kernel.set_scalar_arg_dtypes(scalar_arg_dtypes(arrays, scalars))

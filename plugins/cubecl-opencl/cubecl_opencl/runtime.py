@@ -9,7 +9,7 @@ import pyopencl as cl
 from cubecl_server.device import DeviceInfo
 from cubecl_server.errors import BackendUnavailable
 
-from . import BACKEND
+from . import BACKEND, pocl
 from .device import device_info, features_of
 from .errors import status_names
 from .server import OpenclServer
@@ -27,19 +27,23 @@ def platform_devices() -> list[cl.Device]:
     Raises BackendUnavailable with the reason when there is no ICD, no platform or
     no device.
     """
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error as e:
-        name = status_names().get(e.code, str(e.code))
-        raise BackendUnavailable(
-            f"no OpenCL platform ({name}): install an OpenCL driver (an ICD), e.g. "
-            "Debian's pocl-opencl-icd, or `pip install cubecl-opencl[pocl]`") from e
-    devices: list[cl.Device] = []
-    for p in platforms:
+    # PoCL reads its settings when its devices are first listed: with its kernel
+    # cache off, this process gets a PoCL directory of its own (cubecl_opencl.pocl).
+    with pocl.initializing():
         try:
-            devices += p.get_devices()
-        except cl.Error:
-            continue  # a platform without devices (CL_DEVICE_NOT_FOUND) adds none
+            platforms = cl.get_platforms()
+        except cl.Error as e:
+            name = status_names().get(e.code, str(e.code))
+            raise BackendUnavailable(
+                f"no OpenCL platform ({name}): install an OpenCL driver (an ICD), e.g. "
+                "Debian's pocl-opencl-icd, or `pip install cubecl-opencl[pocl]`") from e
+        devices: list[cl.Device] = []
+        for p in platforms:
+            try:
+                devices += p.get_devices()
+            except cl.Error:
+                continue  # a platform without devices (CL_DEVICE_NOT_FOUND) adds none
+    pocl.warn_if_shared([p.name for p in platforms])
     if not devices:
         names = ", ".join(p.name.strip() for p in platforms)
         raise BackendUnavailable(f"OpenCL platforms ({names}) report no device")

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 # Before PyOpenCL starts PoCL: its own kernel cache would hide our compile path.
 os.environ["POCL_KERNEL_CACHE"] = "0"
+# And PoCL's directories out of ~/.cache: with its cache off each process (this one,
+# and each the tests start) gets one of its own in here, and the processes of later
+# runs remove those of ended ones (cubecl_opencl.pocl).
+os.environ.setdefault("POCL_CACHE_DIR", os.path.join(
+    tempfile.gettempdir(), f"cubecl-opencl-tests-{getattr(os, 'getuid', lambda: 0)()}"))
 
 from collections.abc import Iterator
 from pathlib import Path
