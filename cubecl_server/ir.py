@@ -9,7 +9,9 @@ contract a backend compiles from; this module is its executable form.
 Conventions every backend relies on:
 
 - Every expression carries its result :class:`Elem`; the frontend has already
-  checked and unified operand types, so a backend never infers a type.
+  checked and unified operand types, so a backend never infers a type, and
+  :func:`cubecl_server.ir_check.check_kernel` enforces every rule of ``docs/ir.md``
+  before a backend lowers a kernel, so a backend never re-checks one.
 - Locals are declared once for the whole kernel (:attr:`Kernel.locals`) with a
   fixed type; scalar parameters are read with :class:`Var` like locals.
 - Builtins (positions, dimensions) are ``u32``; so are ``len``, shapes and strides.
@@ -32,7 +34,7 @@ __all__ = [
     "Math", "MathFn", "Cast", "Select", "Load", "Len", "Shape", "Stride", "PlaneOp",
     "PlaneFn", "Assign", "Store", "If", "For", "While", "Break", "Continue", "Return",
     "Barrier", "AtomicStmt", "AtomicOp", "Kernel", "Expr", "Stmt",
-    "to_json", "from_json", "format_expr", "format_kernel", "walk",
+    "to_json", "from_json", "format_expr", "format_stmt", "format_kernel", "walk",
 ]
 
 
@@ -180,7 +182,8 @@ class BinOp(enum.Enum):
     truncate toward zero as in C (``-7 // 2 == -3``, ``-7 % 2 == -1``); ``REM`` on
     floats is C's ``fmod``. Integer division or remainder by zero gives 0. ``SHL``/``SHR``
     shift by ``rhs mod bits``; ``SHR`` is arithmetic on signed types.
-    Integer ``ADD``/``SUB``/``MUL`` wrap (two's complement).
+    Integer ``ADD``/``SUB``/``MUL`` wrap (two's complement). ``AND``/``OR`` short-circuit
+    as Python's ``and``/``or``: ``rhs`` is evaluated only where ``lhs`` does not decide.
     """
 
     ADD = "+"
@@ -704,6 +707,13 @@ def _format_block(body: tuple[Stmt, ...], indent: int, out: list[str]) -> None:
                 out.append(f"{pad}{lhs}atomic_{op.value}({', '.join(args)})")
             case _:
                 raise TypeError(f"not an IR statement: {s!r}")
+
+
+def format_stmt(s: Stmt) -> str:
+    """One statement as readable text: its first line (a compound one's header)."""
+    out: list[str] = []
+    _format_block((s,), 0, out)
+    return out[0]
 
 
 def format_kernel(k: Kernel) -> str:

@@ -19,9 +19,11 @@ import pytest
 from cubecl_server import ir
 from cubecl_server.backends.cpu import support
 from cubecl_server.backends.cpu.compiler import PLANE_SIZE, CpuCompiler
+from cubecl_server.conformance.kernels import IrKernel
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
+from cubecl_server.runtime import create_client
 
 E = ir.Elem
 B = ir.BinOp
@@ -936,19 +938,27 @@ def test_wrong_cube_dim_is_refused() -> None:
                   [(1,), (1,)], [], (1, 1, 1), (32, 1, 1))
 
 
-@pytest.mark.parametrize("body,params,local", [
+@pytest.mark.parametrize("body,params,local,message", [
     ([st("out", POS, op(B.DIV, v("n", E.I32), v("n", E.I32)))], [("out", "i32[]"), ("n", "i32")],
-     []),
-    ([st("nowhere", POS, c(1, E.I32))], [("out", "i32[]")], []),
-    ([ir.Break()], [("out", "i32[]")], []),
-    ([ir.Assign("ghost", c(1, E.I32))], [("out", "i32[]")], []),
-    ([ir.Assign("x", c(1.0, E.F32))], [("out", "i32[]")], [("x", E.I32)]),
-    ([st("out", POS, ir.Math(ir.MathFn.EXP, (c(1, E.I32),), E.I32))], [("out", "i32[]")], []),
+     [], "'/' takes floats, not i32, in `(n / n)`"),
+    ([st("nowhere", POS, c(1, E.I32))], [("out", "i32[]")], [],
+     "'nowhere' is neither an array parameter nor a shared array, in "
+     "`nowhere[ABSOLUTE_POS] = 1:i32`"),
+    ([ir.Break()], [("out", "i32[]")], [], "`break` outside a loop, in `break`"),
+    ([ir.Assign("ghost", c(1, E.I32))], [("out", "i32[]")], [],
+     "'ghost' is not a declared local: only declared locals are assigned, in `ghost = 1:i32`"),
+    ([ir.Assign("x", c(1.0, E.F32))], [("out", "i32[]")], [("x", E.I32)],
+     "the value is f32, but local 'x' is i32, in `x = 1.0:f32`"),
+    ([st("out", POS, ir.Math(ir.MathFn.EXP, (c(1, E.I32),), E.I32))], [("out", "i32[]")], [],
+     "'exp' takes floats, not i32, in `exp(1:i32)`"),
 ])
-def test_unsupported_ir_raises_compilation_error(body: list[ir.Stmt],
+def test_ill_typed_ir_is_refused_before_lowering(body: list[ir.Stmt],
                                                  params: list[tuple[str, str]],
-                                                 local: list[tuple[str, E]]) -> None:
+                                                 local: list[tuple[str, E]],
+                                                 message: str) -> None:
+    """The loader checks the IR (cubecl_server.ir_check) before the cpu backend lowers it."""
     k = kern(body, params, local, name="bad")
     with pytest.raises(CompilationError) as err:
-        source(k)
+        create_client("cpu").prepare(IrKernel(k), CubeDim(64))  # type: ignore[arg-type]
     assert err.value.kernel == "bad" and err.value.backend == "cpu"
+    assert err.value.message == message

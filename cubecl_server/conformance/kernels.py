@@ -57,7 +57,7 @@ __all__ = [
     "saxpy", "transpose", "reduce_sum", "matmul", "histogram", "softmax", "scan",
     "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
     "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
-    "KERNEL_SET", "scalar",
+    "KERNEL_SET", "scalar", "short_circuit",
 ]
 
 
@@ -665,6 +665,19 @@ def plane_kernel(a: Array[f32], sums: Array[f32], maxes: Array[f32], first: Arra
     dims[i] = cl.PLANE_DIM
 
 
+@kernel
+def short_circuit(a: Array[i32], both: Array[i32], either: Array[i32], n: u32) -> None:
+    """``and``/``or`` whose right side reads ``a[n - 1 - i]``, outside ``a`` (exactly
+    ``n`` long) for every unit past ``n``: ``both[i] = 1`` where ``i < n and a[...] > 0``
+    (``both`` starts at 0), ``either[i] = i >= n or a[...] > 0``, over more units than
+    ``n``; only a short circuit keeps them inside ``a`` in unchecked mode."""
+    i = ABSOLUTE_POS
+    if i < len(both):
+        if i < n and a[n - 1 - i] > 0:
+            both[i] = 1
+        either[i] = i32(i >= n or a[n - 1 - i] > 0)
+
+
 # ---------------------------------------------------------------- bad input
 
 
@@ -732,6 +745,7 @@ KERNEL_SET: dict[str, tuple[Callable[[], KernelFunction], dict[str, Any], CubeDi
     "cube_fn": (cube_fn_kernel, {}, CubeDim(64)),
     "control_flow": (lambda: control_flow, {}, CubeDim(64)),
     "builtins": (lambda: builtins, {}, CubeDim(4, 2, 2)),
+    "short_circuit": (lambda: short_circuit, {}, CubeDim(64)),
 }
 """Every kernel of the set by name: how to get it, its comptime values, its cube dim
 (what the compile-only tests lower and finalize)."""

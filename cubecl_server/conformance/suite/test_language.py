@@ -12,11 +12,14 @@ import pytest
 
 from cubecl_server import ir
 from cubecl_server.client import ComputeClient
+from cubecl_server.config import reload_config
 from cubecl_server.conformance import kernels
+from cubecl_server.conformance.plugin import Subject
 from cubecl_server.conformance.support import FLOATS, INTS, check, cubes_for, random_size, values
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeCount, CubeDim, KernelFunction, kernel
 from cubecl_server.lang import ABSOLUTE_POS, Array, f32, u32
+from cubecl_server.runtime import create_client
 
 pytestmark = pytest.mark.usefixtures("cubecl_isolated")
 
@@ -424,6 +427,41 @@ class TestControlFlowAndBuiltins:
         want_a = np.arange(1, 11, dtype=np.float32)
         want_a[5:] = -1.0
         check(got_a, want_a, "checked mode: stores outside the array are dropped", 0)
+
+    def test_and_or_short_circuit_in_unchecked_mode(
+            self, cubecl_subject: Subject, monkeypatch: pytest.MonkeyPatch,
+            cubecl_rng: np.random.Generator, cubecl_seed: int) -> None:
+        """``and``/``or`` evaluate their right side only where the left side does not
+        decide, as Python does: in unchecked mode, where nothing guards a load, the
+        right side's loads past the end of ``a`` (every unit past ``n``) never happen."""
+        c = _unchecked_client(cubecl_subject, monkeypatch)
+        n = random_size(cubecl_rng, DIM)
+        units = (n // DIM + 3) * DIM  # whole cubes past the end of a
+        a = cubecl_rng.integers(-3, 4, n).astype(np.int32)
+        both = c.create(np.zeros(units, np.int32))
+        either = c.empty(units, np.int32)
+        kernels.short_circuit.launch(c, CubeCount(units // DIM), CubeDim(DIM), c.create(a),
+                                     both, either, n)
+        right = np.zeros(units, bool)
+        right[:n] = a[::-1] > 0  # a[n - 1 - i], for the units inside
+        inside = np.arange(units) < n
+        check(c.read(both), (inside & right).astype(np.int32),
+              "`if i < n and a[n - 1 - i] > 0` with a of n elements, unchecked", cubecl_seed)
+        check(c.read(either), (~inside | right).astype(np.int32),
+              "`i >= n or a[n - 1 - i] > 0` with a of n elements, unchecked", cubecl_seed)
+
+
+def _unchecked_client(subject: Subject, monkeypatch: pytest.MonkeyPatch) -> ComputeClient:
+    """A new client of the backend under test whose launches run unchecked."""
+    monkeypatch.setenv("CUBECL_EXECUTION_MODE", ExecutionMode.UNCHECKED.value)
+    reload_config()
+    try:
+        c = create_client(subject.backend, subject.device)
+    finally:
+        monkeypatch.delenv("CUBECL_EXECUTION_MODE")
+        reload_config()
+    assert c.mode is ExecutionMode.UNCHECKED, c.mode
+    return c
 
 
 @kernel

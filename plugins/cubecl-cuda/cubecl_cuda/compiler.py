@@ -23,7 +23,8 @@ helpers carry the IR's meaning (see :mod:`cubecl_cuda.prelude`). Execution model
   so a cube reads 0 from any element it has not written, as on the reference backend;
 - ``for`` evaluates its bounds once and steps a hidden counter, so assigning the
   loop variable in the body does not change the trip count and the variable keeps
-  its last value; every operand of ``select``, ``and``, ``or`` is evaluated;
+  its last value; both sides of ``select`` are evaluated, while ``and``/``or`` are
+  ``&&``/``||``: their right side only where the left does not decide, as the IR says;
 - checked mode: a load outside an array (or a shared array) reads 0, a store or an
   atomic outside it does nothing (an atomic's result is then 0); a stored value is
   evaluated before the check, so plane operations in it see every active unit.
@@ -32,6 +33,10 @@ Names are prefixed by what they are (``p_`` parameters, ``l_`` locals, ``sh_``
 shared arrays, ``len_``/``shape_``/``stride_`` metadata, ``b_`` builtins, ``t_``
 temporaries, ``cc_`` helpers), which keeps every user name clear of C++ keywords,
 CUDA's built-in names and the helpers; characters C++ does not allow become ``_``.
+
+The IR has passed the core's :func:`cubecl_server.ir_check.check_kernel` before it
+gets here, so no rule of ``docs/ir.md`` is checked again; what is refused is what CUDA
+lacks (a block of more than :data:`MAX_CUBE_DIM` threads).
 """
 
 from __future__ import annotations
@@ -70,13 +75,6 @@ _COMPARE = {ir.BinOp.EQ: "==", ir.BinOp.NE: "!=", ir.BinOp.LT: "<", ir.BinOp.LE:
             ir.BinOp.GT: ">", ir.BinOp.GE: ">="}
 _BITWISE = {ir.BinOp.BITAND: "&", ir.BinOp.BITOR: "|", ir.BinOp.BITXOR: "^"}
 _SIGNED_HELPER = {ir.BinOp.ADD: "cc_add", ir.BinOp.SUB: "cc_sub", ir.BinOp.MUL: "cc_mul"}
-_ARITY = {ir.MathFn.POW: 2, ir.MathFn.MIN: 2, ir.MathFn.MAX: 2, ir.MathFn.FMA: 3,
-          ir.MathFn.CLAMP: 3}
-_FLOAT_ONLY = frozenset({
-    ir.MathFn.EXP, ir.MathFn.LOG, ir.MathFn.SQRT, ir.MathFn.RSQRT, ir.MathFn.SIN,
-    ir.MathFn.COS, ir.MathFn.TANH, ir.MathFn.ERF, ir.MathFn.FLOOR, ir.MathFn.CEIL,
-    ir.MathFn.POW, ir.MathFn.FMA,
-})
 _HALF_FROM = {ir.Elem.F32: "__float2half_rn", ir.Elem.F64: "__double2half",
               ir.Elem.I32: "__int2half_rn", ir.Elem.I64: "__ll2half_rn",
               ir.Elem.U32: "__uint2half_rn", ir.Elem.U64: "__ull2half_rn"}
@@ -126,10 +124,9 @@ class CudaCompiler:
 
     def compile(self, kernel: ir.Kernel, cube_dim: CubeDim,
                 mode: ExecutionMode) -> CompiledKernel:
-        """Lower ``kernel`` for blocks of ``cube_dim`` threads in ``mode``.
+        """Lower ``kernel`` (checked IR) for blocks of ``cube_dim`` threads in ``mode``.
 
-        Raise ``CompilationError`` for IR the backend cannot express or that is
-        ill-typed, and for a cube dim larger than a CUDA block.
+        Raise ``CompilationError`` for a cube dim larger than a CUDA block.
         """
         emitter = _Emitter(kernel, cube_dim, mode)
         source = emitter.unit()
@@ -194,7 +191,6 @@ class _Emitter:
         self.lines: list[str] = []
         self.depth = 1
         self.temps = 0
-        self.loops = 0
         self.taken: set[str] = set()
         self.arrays: dict[str, tuple[str, ir.Param, int]] = {}
         self.scalars: dict[str, tuple[str, ir.Param, int]] = {}
@@ -207,15 +203,10 @@ class _Emitter:
             table = self.arrays if p.array else self.scalars
             table[p.name] = (self._name("p_", p.name), p, len(table))
         for loc in kernel.locals:
-            if loc.name in self.locals:
-                self._fail(f"local {loc.name!r} is declared twice")
             self.locals[loc.name] = (self._name("l_", loc.name), loc)
+        # The device's limit on shared memory (48 KiB of static shared memory per
+        # block) is NVRTC's to enforce, in its log.
         for sh in kernel.shared:
-            if not 0 <= sh.size <= 0xFFFFFFFF:
-                # Indices are u32; the device's own limit (48 KiB of static shared
-                # memory per block) is NVRTC's to enforce, in its log.
-                self._fail(f"shared array {sh.name!r} has {sh.size} elements, outside "
-                           "what a u32 index reaches")
             self.shared[sh.name] = (self._name("sh_", sh.name), sh)
 
     # ------------------------------------------------------------ plumbing
@@ -243,26 +234,13 @@ class _Emitter:
 
     def _meta(self, kind: str, array: str, dim: int = 0) -> str:
         """The entry-point parameter holding one piece of an array's metadata."""
-        _, _, index = self._array(array)
+        index = self.arrays[array][2]
         key = (kind, array, dim)
         if key not in self.meta:
             suffix = "" if kind == "len" else f"_{dim}"
             self.meta[key] = self._name(f"{kind}_", array + suffix)
             self.layout.append(Param(kind, index, "uint32", dim))
         return self.meta[key]
-
-    def _array(self, name: str) -> tuple[str, ir.Param, int]:
-        if name not in self.arrays:
-            self._fail(f"{name!r} is not an array parameter")
-        return self.arrays[name]
-
-    def _check(self, want: ir.Elem, got: ir.Elem, what: str) -> None:
-        if want is not got:
-            self._fail(f"{what!r} holds {want.value}, given a {got.value}")
-
-    def _bool(self, e: ir.Expr, what: str) -> None:
-        if e.type is not ir.Elem.BOOL:
-            self._fail(f"{what} condition is {e.type.value}, not bool")
 
     # ------------------------------------------------------------ the unit
 
@@ -343,9 +321,7 @@ class _Emitter:
         if name is b.UNIT_POS_PLANE:
             # Warps are cut from the block's linear thread index, x fastest.
             return f"({unit} & {PLANE_SIZE - 1}u)"
-        if name is b.ABSOLUTE_POS:
-            return f"({simple[b.CUBE_POS]} * {dx * dy * dz}u + {unit})"
-        self._fail(f"unsupported builtin {name.value}")
+        return f"({simple[b.CUBE_POS]} * {dx * dy * dz}u + {unit})"  # ABSOLUTE_POS, the one left
 
     # ------------------------------------------------------------ statements
 
@@ -358,14 +334,11 @@ class _Emitter:
     def _stmt(self, s: ir.Stmt) -> None:
         match s:
             case ir.Assign(name=name, value=value):
-                py, loc = self._local(name)
-                if value.type is not loc.elem:
-                    self._fail(f"{name!r} is {loc.elem.value}, assigned a {value.type.value}")
-                self._line(f"{py} = {self._expr(value)};", f"{name} = {ir.format_expr(value)}")
+                self._line(f"{self.locals[name][0]} = {self._expr(value)};",
+                           f"{name} = {ir.format_expr(value)}")
             case ir.Store():
                 self._store(s)
             case ir.If(cond=cond, then=then, orelse=orelse):
-                self._bool(cond, "if")
                 self._line(f"if ({self._expr(cond)}) {{")
                 self._nested(then)
                 if orelse:
@@ -375,15 +348,10 @@ class _Emitter:
             case ir.For():
                 self._for(s)
             case ir.While(cond=cond, body=body):
-                self._bool(cond, "while")
                 self._line(f"while ({self._expr(cond)}) {{")
-                self.loops += 1
                 self._nested(body)
-                self.loops -= 1
                 self._line("}")
             case ir.Break() | ir.Continue():
-                if not self.loops:
-                    self._fail(f"{type(s).__name__.lower()} outside a loop")
                 self._line(f"{type(s).__name__.lower()};")
             case ir.Return():
                 self._line("return;")
@@ -391,29 +359,15 @@ class _Emitter:
                 self._line("__syncthreads();")
             case ir.AtomicStmt():
                 self._atomic(s)
-            case _:
-                self._fail(f"unsupported statement {type(s).__name__}")
 
     def _nested(self, body: tuple[ir.Stmt, ...]) -> None:
         self.depth += 1
         self._block(body)
         self.depth -= 1
 
-    def _local(self, name: str) -> tuple[str, ir.Local]:
-        if name not in self.locals:
-            self._fail(f"assignment to {name!r}, which is not a declared local")
-        return self.locals[name]
-
     def _for(self, s: ir.For) -> None:
-        py, loc = self._local(s.var)
-        step = s.step.value
-        if not isinstance(step, int) or isinstance(step, bool) or step == 0:
-            self._fail(f"for {s.var}: the step must be a nonzero integer constant")
-        if not loc.elem.is_int:
-            self._fail(f"for {s.var}: the loop variable must be an integer")
-        for bound in (s.start, s.stop):
-            if bound.type is not loc.elem:
-                self._fail(f"for {s.var}: a {bound.type.value} bound for a {loc.elem.value}")
+        py, loc = self.locals[s.var]
+        step = int(s.step.value)
         t = CTYPES[loc.elem]
         k, stop = self._temp(), self._temp()
         if loc.elem.is_signed:
@@ -431,9 +385,7 @@ class _Emitter:
         self._line(f"for (; {k} {'<' if step > 0 else '>'} {stop}; {advance}) {{")
         self.depth += 1
         self._line(f"{py} = {k};")
-        self.loops += 1
         self._block(s.body)
-        self.loops -= 1
         self.depth -= 1
         self._line("} }")
 
@@ -442,16 +394,14 @@ class _Emitter:
         if array in self.shared:
             py, decl = self.shared[array]
             return py, decl.elem, f"{decl.size}u" if self.checked else ""
-        py, p, _ = self._array(array)
+        py, p, _ = self.arrays[array]
         bound = self._meta("len", array) if self.checked else ""
         return py, p.elem, bound
 
     def _store(self, s: ir.Store) -> None:
         arr, elem, bound = self._target(s.array)
-        self._check(elem, s.value.type, s.array)
         text = f"{s.array}[{ir.format_expr(s.index)}] = {ir.format_expr(s.value)}"
         idx, val = self._expr(s.index), self._expr(s.value)
-        self._index_type(s.index)
         if not self.checked:
             self._line(f"{arr}[{idx}] = {val};", text)
             return
@@ -459,31 +409,17 @@ class _Emitter:
         self._line(f"{{ const {CTYPES[s.index.type]} {ti} = {idx}; const {CTYPES[elem]} {tv} = "
                    f"{val}; if (cc_in({ti}, {bound})) {arr}[{ti}] = {tv}; }}", text)
 
-    def _index_type(self, index: ir.Expr) -> None:
-        if not index.type.is_int:
-            self._fail(f"an index is {index.type.value}, not an integer")
-
     def _atomic(self, s: ir.AtomicStmt) -> None:
-        is_cas = s.op is ir.AtomicOp.COMPARE_EXCHANGE
-        if is_cas != (s.compare is not None):
-            self._fail(f"atomic {s.op.value}: compare is for compare_exchange only")
         arr, elem, bound = self._target(s.array)
-        if not (elem.is_int or elem.is_float):
-            self._fail(f"atomic {s.op.value} on a {elem.value} array")
-        self._check(elem, s.value.type, s.array)
-        self._index_type(s.index)
         args = [self._expr(s.value)]
         if s.compare is not None:
-            self._check(elem, s.compare.type, s.array)
             args.insert(0, self._expr(s.compare))
         fields = [s.array, ir.format_expr(s.index)]
         fields += [ir.format_expr(s.compare)] if s.compare is not None else []
         text = f"atomic_{s.op.value}({', '.join([*fields, ir.format_expr(s.value)])})"
         target = ""
         if s.result is not None:
-            py, loc = self._local(s.result)
-            self._check(loc.elem, elem, s.result)
-            target = f"{py} = "
+            target = f"{self.locals[s.result][0]} = "
             text = f"{s.result} = {text}"
         ti = self._temp()
         call = f"cc_atomic_{s.op.value}(&{arr}[{ti}], {', '.join(args)})"
@@ -506,9 +442,7 @@ class _Emitter:
             case ir.Var(name=n):
                 if n in self.locals:
                     return self.locals[n][0]
-                if n in self.scalars:
-                    return self.scalars[n][0]
-                self._fail(f"{n!r} is neither a local nor a scalar parameter")
+                return self.scalars[n][0]
             case ir.Builtin(name=n):
                 self.builtins.add(n)
                 return f"b_{n.value.lower()}"
@@ -520,15 +454,10 @@ class _Emitter:
                 return self._math(e)
             case ir.Cast(x=x, type=t):
                 return self._cast(self._expr(x), x.type, t)
-            case ir.Select(cond=c, a=a, b=b, type=t):
-                self._bool(c, "select")
-                if a.type is not t or b.type is not t:
-                    self._fail("select branches differ in type")
+            case ir.Select(cond=c, a=a, b=b):
                 return f"cc_select({self._expr(c)}, {self._expr(a)}, {self._expr(b)})"
-            case ir.Load(array=a, index=i, type=t):
-                arr, elem, bound = self._target(a)
-                self._check(elem, t, a)
-                self._index_type(i)
+            case ir.Load(array=a, index=i):
+                arr, _, bound = self._target(a)
                 if bound:
                     return f"cc_load({arr}, {self._expr(i)}, {bound})"
                 return f"{arr}[{self._expr(i)}]"
@@ -540,79 +469,45 @@ class _Emitter:
                 return self._meta("stride", a, d)
             case ir.PlaneOp():
                 return self._plane(e)
-        self._fail(f"unsupported expression {type(e).__name__}")
 
     def _binary(self, e: ir.Binary) -> str:
         op, t = e.op, e.lhs.type
-        if e.rhs.type is not t:
-            self._fail(f"{op.value} of {t.value} and {e.rhs.type.value}")
         a, b = self._expr(e.lhs), self._expr(e.rhs)
         if op in _COMPARE:
             return f"({a} {_COMPARE[op]} {b})"
         if op in (ir.BinOp.AND, ir.BinOp.OR):
-            if t is not ir.Elem.BOOL:
-                self._fail(f"'{op.value}' of {t.value}")
-            # & and | rather than && and ||: both sides are evaluated, as in the IR.
-            return f"((bool)({a} {'&' if op is ir.BinOp.AND else '|'} {b}))"
+            # C++'s short circuit is the IR's: the right side runs only where it decides.
+            return f"({a} {'&&' if op is ir.BinOp.AND else '||'} {b})"
         if op in _BITWISE:
-            if t.is_float:
-                self._fail(f"bitwise '{op.value}' of {t.value}")
             text = f"({a} {_BITWISE[op]} {b})"
             return f"((bool){text})" if t is ir.Elem.BOOL else text
-        if t is ir.Elem.BOOL:
-            self._fail(f"arithmetic '{op.value}' of bool")
         if op in _SIGNED_HELPER:
             if t.is_signed:
                 return f"{_SIGNED_HELPER[op]}({a}, {b})"
             return f"({a} {op.value} {b})"
         if op is ir.BinOp.DIV:
-            if not t.is_float:
-                self._fail(f"true division of {t.value} (use IDIV)")
             return f"({a} / {b})"
         if op is ir.BinOp.IDIV:
             return f"cc_idiv({a}, {b})"
         if op is ir.BinOp.REM:
             return f"cc_rem({a}, {b})"
-        if op in (ir.BinOp.SHL, ir.BinOp.SHR):
-            if not t.is_int:
-                self._fail(f"shift of {t.value}")
-            return f"cc_{op.name.lower()}({a}, {b})"
-        self._fail(f"unsupported binary operator {op.value}")
+        return f"cc_{op.name.lower()}({a}, {b})"  # SHL or SHR, the operators left
 
     def _unary(self, e: ir.Unary) -> str:
         t, x = e.x.type, self._expr(e.x)
-        if e.op is ir.UnOp.NOT:
-            if t is not ir.Elem.BOOL:
-                self._fail(f"'not' of {t.value}")
-            return f"(!{x})"
-        if e.op is ir.UnOp.BITNOT:
-            if t.is_float:
-                self._fail(f"'~' of {t.value}")
-            # ~ on a C++ bool promotes to int (~true == -2, still true): use !.
-            return f"(!{x})" if t is ir.Elem.BOOL else f"(~{x})"
         if e.op is ir.UnOp.NEG:
-            if t is ir.Elem.BOOL:
-                self._fail("negation of bool")
             if t.is_signed:
                 return f"cc_neg({x})"
             return f"({_literal(0, t)} - {x})" if t.is_int else f"(-{x})"
-        self._fail(f"unsupported unary operator {e.op.value}")
+        # NOT, or BITNOT: ~ on a C++ bool promotes to int (~true == -2, still true),
+        # so bools take !.
+        return f"(!{x})" if t is ir.Elem.BOOL else f"(~{x})"
 
     def _math(self, e: ir.Math) -> str:
-        fn, args = e.fn, e.args
-        if len(args) != _ARITY.get(fn, 1):
-            self._fail(f"{fn.value} takes {_ARITY.get(fn, 1)} arguments, given {len(args)}")
-        t = args[0].type
-        if any(a.type is not t for a in args):
-            self._fail(f"{fn.value} of mixed types")
-        if t is ir.Elem.BOOL:
-            self._fail(f"{fn.value} of bool")
-        if fn in _FLOAT_ONLY and not t.is_float:
-            self._fail(f"{fn.value} of {t.value}")
-        xs = [self._expr(a) for a in args]
-        if fn is ir.MathFn.CLAMP:
+        xs = [self._expr(a) for a in e.args]
+        if e.fn is ir.MathFn.CLAMP:
             return f"cc_min(cc_max({xs[0]}, {xs[1]}), {xs[2]})"
-        return f"cc_{fn.value}({', '.join(xs)})"
+        return f"cc_{e.fn.value}({', '.join(xs)})"
 
     def _cast(self, x: str, src: ir.Elem, dst: ir.Elem) -> str:
         if src is dst:
@@ -630,15 +525,7 @@ class _Emitter:
         return f"(({CTYPES[dst]}){x})"
 
     def _plane(self, e: ir.PlaneOp) -> str:
-        if e.value.type is not e.type:
-            self._fail(f"plane_{e.fn.value} changes the type")
         v = self._expr(e.value)
-        if e.fn is ir.PlaneFn.BROADCAST:
-            if e.lane is None or not e.lane.type.is_int:
-                self._fail("plane_broadcast needs an integer lane")
+        if e.lane is not None:  # BROADCAST, the one plane function with a lane
             return f"cc_plane_broadcast({v}, {self._expr(e.lane)})"
-        if e.type is ir.Elem.BOOL:
-            self._fail(f"plane_{e.fn.value} of bool")
-        if e.fn not in (ir.PlaneFn.SUM, ir.PlaneFn.MAX):
-            self._fail(f"unsupported plane function {e.fn.value}")
         return f"cc_plane_{e.fn.value}({v})"

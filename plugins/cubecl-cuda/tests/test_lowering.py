@@ -14,10 +14,13 @@ from cubecl_cuda.compiler import CudaCompiler
 from cubecl_cuda.ptxas import check_artifact
 
 from cubecl_server import ir
+from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
+from cubecl_server.id import KernelId
 from cubecl_server.kernel import CubeDim
+from cubecl_server.runtime import create_client
 
 KERNELS = {k.name: k for k in [*(irgen.ops_kernel(t) for t in irgen.ALL),
                                irgen.control_kernel(), irgen.keyword_kernel()]}
@@ -92,18 +95,22 @@ def test_integer_literals_keep_their_type() -> None:
 
 @pytest.mark.parametrize("bad, message", [
     (ir.Kernel("t", (ir.Param("o", ir.Elem.F32, True),), (ir.Local("x", ir.Elem.I32),), (),
-               (ir.Assign("x", irgen.c(1.0, ir.Elem.F32)),)), "'x' is i32, assigned a f32"),
-    (ir.Kernel("t", (), (), (), (ir.Break(),)), "break outside a loop"),
+               (ir.Assign("x", irgen.c(1.0, ir.Elem.F32)),)),
+     "the value is f32, but local 'x' is i32, in `x = 1.0:f32`"),
+    (ir.Kernel("t", (), (), (), (ir.Break(),)), "`break` outside a loop, in `break`"),
     (ir.Kernel("t", (ir.Param("o", ir.Elem.I32, True),), (), (),
                (ir.Store("o", irgen.c(0, ir.Elem.U32),
                          ir.Math(ir.MathFn.EXP, (irgen.c(1, ir.Elem.I32),), ir.Elem.I32)),)),
-     "exp of i32"),
+     "'exp' takes floats, not i32, in `exp(1:i32)`"),
 ])
 def test_ill_typed_ir_is_a_compilation_error(bad: ir.Kernel, message: str) -> None:
-    """The Compiler refuses IR it cannot give a meaning to, naming the kernel."""
-    with pytest.raises(CompilationError, match=re.escape(message)) as info:
-        CudaCompiler().compile(bad, CubeDim(32), ExecutionMode.CHECKED)
+    """The loader's check (the core's, before lowering) refuses IR without a meaning,
+    naming the kernel and the backend."""
+    client = create_client("cuda", compile_only=True)
+    with pytest.raises(CompilationError) as info:
+        client.loader.get(ArtifactId(KernelId.of(bad), CubeDim(32), ExecutionMode.CHECKED))
     assert info.value.backend == "cuda" and info.value.kernel == "t"
+    assert info.value.message == message
 
 
 def test_a_cube_larger_than_a_block_is_refused() -> None:

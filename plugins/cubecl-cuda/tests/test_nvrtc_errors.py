@@ -9,10 +9,13 @@ import pytest
 from cubecl_cuda import compile_only_compiler
 
 from cubecl_server import ir
+from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
+from cubecl_server.id import KernelId
 from cubecl_server.kernel import CubeDim
+from cubecl_server.runtime import create_client
 
 
 def _too_big() -> ir.Kernel:
@@ -41,11 +44,13 @@ def test_a_kernel_nvrtc_rejects() -> None:
 
 
 def test_shared_arrays_past_u32_are_refused_before_nvrtc() -> None:
-    """Sizes a u32 index cannot reach are the Compiler's to refuse."""
+    """Sizes a u32 length cannot hold are refused by the core's check, before lowering."""
     k = dataclasses.replace(_too_big(), shared=(ir.SharedArray("tile", ir.Elem.F32, 1 << 36),))
-    with pytest.raises(CompilationError, match="outside what a u32 index reaches"):
-        compile_only_compiler("sm_90").lower(k, CubeDim(64), ExecutionMode.CHECKED,
-                                             CompilationRecording(False, "k", "cuda", "v"))
+    client = create_client("cuda", compile_only=True)
+    with pytest.raises(CompilationError, match="a size must be a positive integer constant, "
+                                               "at most 4294967295") as info:
+        client.loader.get(ArtifactId(KernelId.of(k), CubeDim(64), ExecutionMode.CHECKED))
+    assert info.value.backend == "cuda" and info.value.kernel == "huge_tile"
 
 
 def test_broken_source_points_at_its_line() -> None:

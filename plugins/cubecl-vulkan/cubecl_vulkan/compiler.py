@@ -34,7 +34,10 @@ Device-dependent parts come from :class:`ShaderFeatures`: f64 needs
 storage, bool arrays 8-bit storage, 64-bit atomics the Int64Atomics features, f32
 atomic add ``VK_EXT_shader_atomic_float``, plane operations subgroup basic,
 arithmetic and shuffle in compute (``PLANE_DIM = gl_SubgroupSize``). A kernel that
-needs what the device lacks raises ``CompilationError`` saying which feature.
+needs what the device lacks raises ``CompilationError`` saying which feature; those
+refusals, and the device's limits, are all it checks: the IR has passed the core's
+:func:`cubecl_server.ir_check.check_kernel` (``docs/ir.md``'s rules) before it gets
+here. ``and``/``or`` are GLSL's ``&&``/``||``, which short-circuit as the IR's do.
 """
 
 from __future__ import annotations
@@ -73,8 +76,6 @@ _GLSL_FNS = {ir.MathFn.EXP: "exp", ir.MathFn.LOG: "log", ir.MathFn.SQRT: "sqrt",
 # Of those, the ones GLSL also has for double.
 _DOUBLE_FNS = frozenset({ir.MathFn.SQRT, ir.MathFn.RSQRT, ir.MathFn.FLOOR, ir.MathFn.CEIL})
 _OWN_FNS = {ir.MathFn.TANH: "_tanh", ir.MathFn.ERF: "_erf", ir.MathFn.POW: "_pow"}
-_ARITY = {ir.MathFn.POW: 2, ir.MathFn.MIN: 2, ir.MathFn.MAX: 2, ir.MathFn.FMA: 3,
-          ir.MathFn.CLAMP: 3}
 _ATOMIC_FNS = {ir.AtomicOp.ADD: "atomicAdd", ir.AtomicOp.SUB: "atomicAdd",
                ir.AtomicOp.MAX: "atomicMax", ir.AtomicOp.MIN: "atomicMin",
                ir.AtomicOp.EXCHANGE: "atomicExchange",
@@ -565,8 +566,6 @@ class _Emitter:
             self._need_type(loc.elem, f"local {loc.name!r}")
         shared_bytes = 0
         for sh in kernel.shared:
-            if sh.size < 0:
-                self._fail(f"shared array {sh.name!r} has a negative size")
             self.shared[sh.name] = (self._name("sh_", sh.name), sh)
             self._need_type(sh.elem, f"shared array {sh.name!r}", storage=True)
             shared_bytes += sh.size * max(1, sh.elem.bits // 8)
@@ -640,20 +639,6 @@ class _Emitter:
         if name not in self.helpers:
             self.helpers[name] = (_HELPERS[template] if elem is None
                                   else _HELPERS[template].format(T=_TYPES[elem]))
-
-    def _local(self, name: str) -> tuple[str, ir.Local]:
-        if name not in self.locals:
-            self._fail(f"assignment to {name!r}, which is not a declared local")
-        return self.locals[name]
-
-    def _array(self, name: str) -> tuple[str, ir.Param, int]:
-        if name not in self.arrays:
-            self._fail(f"{name!r} is not an array parameter")
-        return self.arrays[name]
-
-    def _check_elem(self, want: ir.Elem, got: ir.Elem, what: str) -> None:
-        if want is not got:
-            self._fail(f"{what!r} holds {want.value}, given a {got.value}")
 
     # ------------------------------------------------------------ the shader
 
@@ -754,13 +739,10 @@ class _Emitter:
     def _stmt(self, s: ir.Stmt) -> None:
         match s:
             case ir.Assign(name=name, value=value):
-                py, loc = self._local(name)
-                self._check_elem(loc.elem, value.type, name)
-                self._line(f"{py} = {self._expr(value)};")
+                self._line(f"{self.locals[name][0]} = {self._expr(value)};")
             case ir.Store():
                 self._store(s)
             case ir.If(cond=c, then=then, orelse=orelse):
-                self._bool(c, "if")
                 self._line(f"if ({self._expr(c)}) {{")
                 self._nested(then)
                 if orelse:
@@ -770,7 +752,6 @@ class _Emitter:
             case ir.For():
                 self._for(s)
             case ir.While(cond=c, body=body):
-                self._bool(c, "while")
                 self._line(f"while ({self._expr(c)}) {{")
                 self._nested(body)
                 self._line("}")
@@ -786,18 +767,10 @@ class _Emitter:
                 self._line("barrier();")
             case ir.AtomicStmt():
                 self._atomic(s)
-            case _:
-                self._fail(f"unsupported statement {type(s).__name__}")
 
     def _for(self, s: ir.For) -> None:
-        py, loc = self._local(s.var)
-        step = s.step.value
-        if not isinstance(step, int) or isinstance(step, bool) or step == 0:
-            self._fail(f"for {s.var}: the step must be a nonzero integer constant")
-        if not loc.elem.is_int:
-            self._fail(f"for {s.var}: the loop variable must be an integer")
-        for bound in (s.start, s.stop):
-            self._check_elem(loc.elem, bound.type, s.var)
+        py, loc = self.locals[s.var]
+        step = int(s.step.value)
         t = _TYPES[loc.elem]
         k, stop = self._temp("k"), self._temp("e")
         # Python's range: bounds evaluated once; a counter of our own, so assigning
@@ -829,9 +802,8 @@ class _Emitter:
             py, sh = self.shared[s.array]
             elem, length = sh.elem, str(sh.size)
         else:
-            py, p, i = self._array(s.array)
+            py, p, i = self.arrays[s.array]
             elem, length = p.elem, self._len(i)
-        self._check_elem(elem, s.value.type, s.array)
         value = self._expr(s.value)
         if elem is ir.Elem.BOOL:
             value = f"uint8_t({value} ? 1u : 0u)"
@@ -848,17 +820,13 @@ class _Emitter:
         self._line("}")
 
     def _atomic(self, s: ir.AtomicStmt) -> None:
-        is_cas = s.op is ir.AtomicOp.COMPARE_EXCHANGE
-        if is_cas != (s.compare is not None):
-            self._fail(f"atomic {s.op.value}: compare is for compare_exchange only")
         if s.array in self.shared:
             py, sh = self.shared[s.array]
             elem, length = sh.elem, str(sh.size)
         else:
-            py, p, i = self._array(s.array)
+            py, p, i = self.arrays[s.array]
             elem, length = p.elem, self._len(i)
         self._atomic_type(elem, s.op)
-        self._check_elem(elem, s.value.type, s.array)
         t = _TYPES[elem]
         idx, val, old = self._temp("i"), self._temp("v"), self._temp("o")
         self._line("{")
@@ -870,39 +838,27 @@ class _Emitter:
         self._line(f"{t} {val} = {value};")
         args = f"{py}[{self._as_index(idx, s.index.type)}], "
         if s.compare is not None:
-            self._check_elem(elem, s.compare.type, s.array)
             args += f"{self._expr(s.compare)}, "
         call = f"{_ATOMIC_FNS[s.op]}({args}{val})"
         self._line(f"{t} {old} = {_const(0, elem)};")
         guard = f"if ({self._in_range(idx, s.index.type, length)}) " if self.checked else ""
         self._line(f"{guard}{old} = {call};")
         if s.result is not None:
-            rpy, loc = self._local(s.result)
-            self._check_elem(loc.elem, elem, s.result)
-            self._line(f"{rpy} = {old};")
+            self._line(f"{self.locals[s.result][0]} = {old};")
         self.depth -= 1
         self._line("}")
 
     def _atomic_type(self, elem: ir.Elem, op: ir.AtomicOp) -> None:
-        if elem in (ir.Elem.I32, ir.Elem.U32):
-            return
+        """Require what an atomic on ``elem`` needs beyond Vulkan's minimum."""
         if elem in (ir.Elem.I64, ir.Elem.U64):
             if not self.f.int64_atomics:
                 self._fail(f"atomic {op.value} on {elem.value} needs the device's "
                            "shaderBufferInt64Atomics/shaderSharedInt64Atomics")
             self.extensions.add("GL_EXT_shader_atomic_int64")
-            return
-        if elem is ir.Elem.F32 and op in (ir.AtomicOp.ADD, ir.AtomicOp.SUB,
-                                          ir.AtomicOp.EXCHANGE):
+        elif elem is ir.Elem.F32:  # add, the one atomic on floats
             if not self.f.float32_atomic_add:
                 self._fail(f"atomic {op.value} on f32 needs VK_EXT_shader_atomic_float")
             self.extensions.add("GL_EXT_shader_atomic_float")
-            return
-        self._fail(f"atomic {op.value} on {elem.value} is not supported by this backend")
-
-    def _bool(self, e: ir.Expr, what: str) -> None:
-        if e.type is not ir.Elem.BOOL:
-            self._fail(f"{what} condition is {e.type.value}, not bool")
 
     # ------------------------------------------------------------ memory
 
@@ -910,8 +866,6 @@ class _Emitter:
         return f"meta_[{self._meta('len', array_index)}]"
 
     def _in_range(self, idx: str, t: ir.Elem, length: str) -> str:
-        if not t.is_int:
-            self._fail(f"an index of type {t.value}")
         if t is ir.Elem.U32:
             return f"{idx} < {length}"
         if t is ir.Elem.I32:
@@ -925,8 +879,6 @@ class _Emitter:
         return idx if t in (ir.Elem.I32, ir.Elem.U32) else f"uint({idx})"
 
     def _index(self, e: ir.Expr) -> str:
-        if not e.type.is_int:
-            self._fail(f"an index of type {e.type.value}")
         return self._as_index(self._expr(e), e.type)
 
     def _load(self, e: ir.Load) -> str:
@@ -934,14 +886,11 @@ class _Emitter:
             py, sh = self.shared[e.array]
             elem, length, tag = sh.elem, str(sh.size), py
         else:
-            py, p, i = self._array(e.array)
+            py, p, i = self.arrays[e.array]
             elem, length, tag = p.elem, self._len(i), py
-        self._check_elem(elem, e.type, e.array)
         if not self.checked:
             return self._from_storage(f"{py}[{self._index(e.index)}]", elem)
         it = e.index.type
-        if not it.is_int:
-            self._fail(f"an index of type {it.value}")
         # One function per array and index type: evaluates the index once.
         fn = f"ld_{tag}_{it.value}"
         if fn not in self.helpers:
@@ -963,9 +912,7 @@ class _Emitter:
             case ir.Var(name=n):
                 if n in self.locals:
                     return self.locals[n][0]
-                if n in self.scalars:
-                    return self.scalars[n][0]
-                self._fail(f"{n!r} is neither a local nor a scalar parameter")
+                return self.scalars[n][0]
             case ir.Builtin(name=n):
                 return self._builtin(n)
             case ir.Binary():
@@ -976,22 +923,18 @@ class _Emitter:
                 return self._math(e)
             case ir.Cast(x=x, type=t):
                 return self._cast(self._expr(x), x.type, t)
-            case ir.Select(cond=c, a=a, b=b, type=t):
-                self._bool(c, "select")
-                if a.type is not t or b.type is not t:
-                    self._fail("select branches differ in type")
+            case ir.Select(cond=c, a=a, b=b):
                 return f"({self._expr(c)} ? {self._expr(a)} : {self._expr(b)})"
             case ir.Load():
                 return self._load(e)
             case ir.Len(array=a):
-                return self._len(self._array(a)[2])
+                return self._len(self.arrays[a][2])
             case ir.Shape(array=a, dim=d):
-                return f"meta_[{self._meta('shape', self._array(a)[2], d)}]"
+                return f"meta_[{self._meta('shape', self.arrays[a][2], d)}]"
             case ir.Stride(array=a, dim=d):
-                return f"meta_[{self._meta('stride', self._array(a)[2], d)}]"
+                return f"meta_[{self._meta('stride', self.arrays[a][2], d)}]"
             case ir.PlaneOp():
                 return self._plane(e)
-        self._fail(f"unsupported expression {type(e).__name__}")
 
     def _builtin(self, n: ir.BuiltinName) -> str:
         B = ir.BuiltinName
@@ -1019,27 +962,18 @@ class _Emitter:
 
     def _binary(self, e: ir.Binary) -> str:
         op, t = e.op, e.lhs.type
-        if e.rhs.type is not t:
-            self._fail(f"{op.value} of {t.value} and {e.rhs.type.value}")
         a, b = self._expr(e.lhs), self._expr(e.rhs)
         if op in _COMPARE:
             return f"({a} {_COMPARE[op]} {b})"
         if op in (ir.BinOp.AND, ir.BinOp.OR):
-            if t is not ir.Elem.BOOL:
-                self._fail(f"'{op.value}' of {t.value}")
+            # GLSL's && and || short-circuit, as the IR's AND and OR do.
             return f"({a} {'&&' if op is ir.BinOp.AND else '||'} {b})"
         if op in _BITWISE:
-            if t.is_float:
-                self._fail(f"bitwise '{op.value}' of {t.value}")
             sym = _BOOL_BITWISE[op] if t is ir.Elem.BOOL else _BITWISE[op]
             return f"({a} {sym} {b})"
-        if t is ir.Elem.BOOL:
-            self._fail(f"arithmetic '{op.value}' of bool")
         if op in _ARITH:
             return f"({a} {_ARITH[op]} {b})"
         if op is ir.BinOp.DIV:
-            if not t.is_float:
-                self._fail(f"true division of {t.value} (use IDIV)")
             return f"({a} / {b})"
         if op is ir.BinOp.REM and t.is_float:
             wide = ir.Elem.F32 if t is ir.Elem.F16 else t  # f16's remainder is exact in f32
@@ -1051,28 +985,16 @@ class _Emitter:
             kind = "fdiv" if t.is_float else "sdiv" if t.is_signed else "udiv"
             self._helper(kind, kind, t)
             return f"{'_idiv' if op is ir.BinOp.IDIV else '_irem'}({a}, {b})"
-        if op in (ir.BinOp.SHL, ir.BinOp.SHR):
-            if not t.is_int:
-                self._fail(f"shift of {t.value}")
-            sym = "<<" if op is ir.BinOp.SHL else ">>"
-            return f"({a} {sym} ({b} & {_const(t.bits - 1, t)}))"
-        self._fail(f"unsupported binary operator {op.value}")
+        # SHL or SHR, the operators left.
+        sym = "<<" if op is ir.BinOp.SHL else ">>"
+        return f"({a} {sym} ({b} & {_const(t.bits - 1, t)}))"
 
     def _unary(self, e: ir.Unary) -> str:
         t, x = e.x.type, self._expr(e.x)
-        if e.op is ir.UnOp.NOT:
-            if t is not ir.Elem.BOOL:
-                self._fail(f"'not' of {t.value}")
-            return f"(!{x})"
-        if e.op is ir.UnOp.BITNOT:
-            if t.is_float:
-                self._fail(f"'~' of {t.value}")
-            return f"(!{x})" if t is ir.Elem.BOOL else f"(~{x})"
         if e.op is ir.UnOp.NEG:
-            if t is ir.Elem.BOOL:
-                self._fail("negation of bool")
             return f"(-{x})"
-        self._fail(f"unsupported unary operator {e.op.value}")
+        # NOT, or BITNOT: ! on bools, ~ on integers.
+        return f"(!{x})" if t is ir.Elem.BOOL else f"(~{x})"
 
     def _cast(self, x: str, src: ir.Elem, dst: ir.Elem) -> str:
         if src is dst:
@@ -1088,15 +1010,8 @@ class _Emitter:
         return f"{_TYPES[dst]}({x})"
 
     def _math(self, e: ir.Math) -> str:
-        fn, args = e.fn, e.args
-        if len(args) != _ARITY.get(fn, 1):
-            self._fail(f"{fn.value} takes {_ARITY.get(fn, 1)} arguments, given {len(args)}")
-        t = args[0].type
-        if any(a.type is not t for a in args):
-            self._fail(f"{fn.value} of mixed types")
-        if t is ir.Elem.BOOL:
-            self._fail(f"{fn.value} of bool")
-        xs = [self._expr(a) for a in args]
+        fn, t = e.fn, e.args[0].type
+        xs = [self._expr(a) for a in e.args]
         if fn is ir.MathFn.ISNAN or fn is ir.MathFn.ISINF:
             if not t.is_float:
                 return "false"
@@ -1113,8 +1028,6 @@ class _Emitter:
             if fn is ir.MathFn.CLAMP:
                 return f"_fmin(_fmax({xs[0]}, {xs[1]}), {xs[2]})"
             return f"_f{fn.value}({xs[0]}, {xs[1]})"
-        if not t.is_float:
-            self._fail(f"{fn.value} of {t.value}")
         if fn is ir.MathFn.FMA:
             return f"fma({xs[0]}, {xs[1]}, {xs[2]})"
         if t is ir.Elem.F64 and fn in _DOUBLE_FNS:
@@ -1129,11 +1042,9 @@ class _Emitter:
             xs = [f"float({x})" for x in xs]
         if fn in _GLSL_FNS:
             call = f"{_GLSL_FNS[fn]}({xs[0]})"
-        elif fn in _OWN_FNS:
+        else:
             self._helper(fn.value, fn.value)
             call = f"{_OWN_FNS[fn]}({', '.join(xs)})"
-        else:
-            self._fail(f"unsupported math function {fn.value}")
         return call if t is ir.Elem.F32 else f"{_TYPES[t]}({call})"
 
     def _need_subgroups(self, what: str) -> None:
@@ -1145,8 +1056,6 @@ class _Emitter:
 
     def _plane(self, e: ir.PlaneOp) -> str:
         self._need_subgroups(f"plane_{e.fn.value}")
-        if e.value.type is not e.type:
-            self._fail(f"plane_{e.fn.value} changes the type")
         t = e.type
         if (t is ir.Elem.F16 or t.bits == 64) and not self.f.subgroup_extended_types:
             self._fail(f"plane_{e.fn.value} of {t.value} needs shaderSubgroupExtendedTypes")
@@ -1154,18 +1063,12 @@ class _Emitter:
             self.extensions.add("GL_EXT_shader_subgroup_extended_types_"
                                 + ("int64" if t.is_int else "float16"))
         v = self._expr(e.value)
-        if e.fn is ir.PlaneFn.BROADCAST:
-            if e.lane is None or not e.lane.type.is_int:
-                self._fail("plane_broadcast needs an integer lane")
+        if e.lane is not None:  # BROADCAST, the one plane function with a lane
             # The lane may vary per unit: a shuffle, not subgroupBroadcast (which needs
             # a constant). A lane past the plane reads 0, as on the cpu backend.
             self._helper("broadcast", "broadcast", t)
             lane = self._cast(self._expr(e.lane), e.lane.type, ir.Elem.U32)
             return f"_broadcast({v}, {lane})"
-        if t is ir.Elem.BOOL:
-            self._fail(f"plane_{e.fn.value} of bool")
         if e.fn is ir.PlaneFn.SUM:
             return f"subgroupAdd({v})"
-        if e.fn is ir.PlaneFn.MAX:
-            return f"subgroupMax({v})"
-        self._fail(f"unsupported plane function {e.fn.value}")
+        return f"subgroupMax({v})"

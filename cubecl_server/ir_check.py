@@ -1,0 +1,389 @@
+"""The IR's checker: every typing and structural rule of ``docs/ir.md``, in one place.
+
+The kernel loader runs :func:`check_kernel` once per kernel before any backend lowers
+it, so a backend compiles only IR that obeys the contract and never re-checks it: a
+malformed kernel (built by hand, or by a faulty frontend) gets the same
+``CompilationError``, with the same message, on every backend. The message names the
+rule broken and the offending expression or statement (as :func:`ir.format_expr` and
+:func:`ir.format_stmt` print them), after the kernel's ``file:line`` when it has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from cubecl_server import ir
+from cubecl_server.errors import CompilationError
+
+__all__ = ["check_kernel"]
+
+E = ir.Elem
+_ATOMIC_ELEMS = (E.I32, E.U32, E.I64, E.U64)
+_MAX_SHARED = (1 << 32) - 1
+_FLOAT_FNS = frozenset({
+    ir.MathFn.EXP, ir.MathFn.LOG, ir.MathFn.SQRT, ir.MathFn.RSQRT, ir.MathFn.SIN,
+    ir.MathFn.COS, ir.MathFn.TANH, ir.MathFn.ERF, ir.MathFn.FLOOR, ir.MathFn.CEIL,
+    ir.MathFn.POW, ir.MathFn.FMA, ir.MathFn.ISNAN, ir.MathFn.ISINF,
+})
+_ARITY = {ir.MathFn.POW: 2, ir.MathFn.FMA: 3, ir.MathFn.MIN: 2, ir.MathFn.MAX: 2,
+          ir.MathFn.CLAMP: 3}
+_Takes = tuple[str, Callable[[ir.Elem], bool]]
+"""What an operator takes: its name in messages, and a predicate on the operand type."""
+
+_NUMBERS: _Takes = ("numbers", lambda t: t.is_int or t.is_float)
+_INTEGERS: _Takes = ("integers", lambda t: t.is_int)
+_FLOATS: _Takes = ("floats", lambda t: t.is_float)
+_BOOLS: _Takes = ("bools", lambda t: t is E.BOOL)
+_ANY: _Takes = ("numbers or bools", lambda t: True)
+_BINARY_OPERANDS = {
+    ir.BinOp.ADD: _NUMBERS, ir.BinOp.SUB: _NUMBERS, ir.BinOp.MUL: _NUMBERS,
+    ir.BinOp.DIV: _FLOATS, ir.BinOp.IDIV: _INTEGERS, ir.BinOp.REM: _NUMBERS,
+    ir.BinOp.BITAND: _INTEGERS, ir.BinOp.BITOR: _INTEGERS, ir.BinOp.BITXOR: _INTEGERS,
+    ir.BinOp.SHL: _INTEGERS, ir.BinOp.SHR: _INTEGERS, ir.BinOp.EQ: _ANY, ir.BinOp.NE: _ANY,
+    ir.BinOp.LT: _NUMBERS, ir.BinOp.LE: _NUMBERS, ir.BinOp.GT: _NUMBERS,
+    ir.BinOp.GE: _NUMBERS, ir.BinOp.AND: _BOOLS, ir.BinOp.OR: _BOOLS,
+}
+_UNARY_OPERANDS = {ir.UnOp.NEG: _NUMBERS, ir.UnOp.NOT: _BOOLS, ir.UnOp.BITNOT: _INTEGERS}
+
+
+def check_kernel(kernel: ir.Kernel, backend: str) -> None:
+    """Raise ``CompilationError`` (reported for ``backend``) at the first rule of
+    ``docs/ir.md`` that ``kernel`` breaks; return if it obeys them all.
+
+    The verdict is cached per kernel (equal kernels share it), so obtaining one kernel
+    for several cube dims or modes checks it once.
+    """
+    problem = _violation(kernel)
+    if problem is not None:
+        where = f"{kernel.loc}: " if kernel.loc is not None else ""
+        raise CompilationError(where + problem, kernel=kernel.name, backend=backend)
+
+
+@lru_cache(maxsize=1024)
+def _violation(kernel: ir.Kernel) -> str | None:
+    """The first rule ``kernel`` breaks, described, or None (cached on the frozen kernel;
+    the description leaves out ``loc``, which equality ignores)."""
+    try:
+        _Checker(kernel).check()
+    except _Violation as v:
+        return v.message
+    return None
+
+
+class _Violation(Exception):
+    """A broken rule, with the text of the node that breaks it (none for a declaration)."""
+
+    def __init__(self, rule: str, node: object = None) -> None:
+        if node is None:
+            self.message = rule
+        else:
+            try:
+                text = (ir.format_stmt(node) if isinstance(node, ir.Stmt)
+                        else ir.format_expr(node) if isinstance(node, ir.Expr) else repr(node))
+            except (TypeError, AttributeError, ValueError):
+                # Not an IR node, or one holding something the printer cannot show.
+                text = repr(node)
+            self.message = f"{rule}, in `{text}`"
+        super().__init__(self.message)
+
+
+def _fits(value: object, t: ir.Elem) -> bool:
+    """Whether a constant's Python value is one of type ``t``."""
+    if t is E.BOOL:
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if t.is_float:
+        return True
+    if not isinstance(value, int):
+        return False
+    lo = -(1 << (t.bits - 1)) if t.is_signed else 0
+    return lo <= value < lo + (1 << t.bits)
+
+
+class _Checker:
+    """One kernel's check: its declarations, then every statement and expression."""
+
+    def __init__(self, kernel: ir.Kernel) -> None:
+        self.k = kernel
+        self.locals: dict[str, ir.Elem] = {}
+        self.scalars: dict[str, ir.Elem] = {}
+        self.arrays: dict[str, ir.Elem] = {}
+        self.shared: dict[str, ir.Elem] = {}
+        self.loops = 0
+
+    def check(self) -> None:
+        """Raise :class:`_Violation` at the first broken rule."""
+        k = self.k
+        if not isinstance(k.name, str) or not k.name.isidentifier():
+            raise _Violation(f"the kernel's name {k.name!r} is not a valid identifier")
+        seen: dict[str, str] = {}
+        decls: list[tuple[str, str, ir.Elem]] = [
+            ("array parameter" if p.array else "scalar parameter", p.name, p.elem)
+            for p in k.params]
+        decls += [("local", loc.name, loc.elem) for loc in k.locals]
+        decls += [("shared array", sh.name, sh.elem) for sh in k.shared]
+        for kind, name, elem in decls:
+            if name in seen:
+                again = (f"{kind} {name!r} is declared twice" if seen[name] == kind else
+                         f"{name!r} is declared as a {seen[name]} and as a {kind}")
+                raise _Violation(f"{again} (names of params, locals and shared arrays "
+                                 "are distinct, each declared once)")
+            if not isinstance(elem, ir.Elem):
+                raise _Violation(f"{kind} {name!r} has type {elem!r}, not an Elem")
+            seen[name] = kind
+        for p in k.params:
+            (self.arrays if p.array else self.scalars)[p.name] = p.elem
+        for loc in k.locals:
+            self.locals[loc.name] = loc.elem
+        for sh in k.shared:
+            if (isinstance(sh.size, bool) or not isinstance(sh.size, int)
+                    or not 0 < sh.size <= _MAX_SHARED):
+                raise _Violation(f"shared array {sh.name!r} has size {sh.size!r}; a size must "
+                                 f"be a positive integer constant, at most {_MAX_SHARED}")
+            self.shared[sh.name] = sh.elem
+        self.block(k.body)
+
+    # ------------------------------------------------------------ statements
+
+    def block(self, body: tuple[ir.Stmt, ...]) -> None:
+        """Check every statement of a block."""
+        for s in body:
+            self.stmt(s)
+
+    def stmt(self, s: ir.Stmt) -> None:
+        """Check one statement and what it holds."""
+        match s:
+            case ir.Assign(name=name, value=value):
+                self.expr(value)
+                self.assign_target(name, value.type, "the value", s)
+            case ir.Store(array=array, index=index, value=value):
+                elem = self.memory(array, s)
+                self.index(index, s)
+                self.expr(value)
+                if value.type is not elem:
+                    raise _Violation(f"the stored value is {value.type.value}, but {array!r} "
+                                     f"holds {elem.value}", s)
+            case ir.If(cond=cond, then=then, orelse=orelse):
+                self.condition(cond, s)
+                self.block(then)
+                self.block(orelse)
+            case ir.For():
+                self.for_(s)
+            case ir.While(cond=cond, body=body):
+                self.condition(cond, s)
+                self.loop(body)
+            case ir.Break() | ir.Continue():
+                if not self.loops:
+                    raise _Violation(f"`{type(s).__name__.lower()}` outside a loop", s)
+            case ir.Return() | ir.Barrier():
+                pass
+            case ir.AtomicStmt():
+                self.atomic(s)
+            case _:
+                raise _Violation("not an IR statement", s)
+
+    def loop(self, body: tuple[ir.Stmt, ...]) -> None:
+        """Check a loop's body, where ``break`` and ``continue`` belong."""
+        self.loops += 1
+        self.block(body)
+        self.loops -= 1
+
+    def assign_target(self, name: str, elem: ir.Elem, what: str, s: ir.Stmt) -> None:
+        """Check that ``name`` is a declared local of type ``elem``."""
+        if name not in self.locals:
+            kind = "a scalar parameter" if name in self.scalars else "not a declared local"
+            raise _Violation(f"{name!r} is {kind}: only declared locals are assigned", s)
+        if self.locals[name] is not elem:
+            raise _Violation(f"{what} is {elem.value}, but local {name!r} is "
+                             f"{self.locals[name].value}", s)
+
+    def condition(self, cond: ir.Expr, node: object) -> None:
+        """Check a condition: a bool expression."""
+        self.expr(cond)
+        if cond.type is not E.BOOL:
+            raise _Violation(f"the condition is {cond.type.value}, not bool", node)
+
+    def index(self, index: ir.Expr, node: object) -> None:
+        """Check an index: an expression of an integer type."""
+        self.expr(index)
+        if not index.type.is_int:
+            raise _Violation(f"the index is {index.type.value}, not an integer type", node)
+
+    def memory(self, array: str, node: object) -> ir.Elem:
+        """The element type of an array parameter or shared array named ``array``."""
+        elem = self.arrays.get(array, self.shared.get(array))
+        if elem is None:
+            raise _Violation(f"{array!r} is neither an array parameter nor a shared array",
+                             node)
+        return elem
+
+    def for_(self, s: ir.For) -> None:
+        """Check a ``for``: an integer local, bounds and a nonzero constant step of its type."""
+        if s.var not in self.locals:
+            raise _Violation(f"the loop variable {s.var!r} is not a declared local", s)
+        t = self.locals[s.var]
+        if not t.is_int:
+            raise _Violation(f"the loop variable {s.var!r} is {t.value}, not an integer type",
+                             s)
+        for what, bound in (("start", s.start), ("stop", s.stop)):
+            self.expr(bound)
+            if bound.type is not t:
+                raise _Violation(f"the {what} is {bound.type.value}, but the loop variable "
+                                 f"{s.var!r} is {t.value}", s)
+            if s.unroll and not isinstance(bound, ir.Const):
+                raise _Violation(f"an unrolled loop has constant bounds, but the {what} is "
+                                 "not a constant", s)
+        step = s.step
+        if not isinstance(step, ir.Const) or step.type is not t or not _fits(step.value, t) \
+                or step.value == 0:
+            raise _Violation(f"the step must be a nonzero constant of the loop variable's type "
+                             f"({t.value})", s)
+        if step.value < 0 and not t.is_signed:
+            raise _Violation(f"a negative step needs a signed loop variable, but {s.var!r} "
+                             f"is {t.value}", s)
+        self.loop(s.body)
+
+    def atomic(self, s: ir.AtomicStmt) -> None:
+        """Check an atomic: an integer (or, for ``add``, f32) element, operands of its type."""
+        elem = self.memory(s.array, s)
+        if not (elem in _ATOMIC_ELEMS or (elem is E.F32 and s.op is ir.AtomicOp.ADD)):
+            allowed = "i32, u32, i64, u64" + (" or f32" if s.op is ir.AtomicOp.ADD else "")
+            raise _Violation(f"atomic {s.op.value} is on {allowed} elements, but {s.array!r} "
+                             f"holds {elem.value}", s)
+        self.index(s.index, s)
+        operands = [("value", s.value)]
+        if s.op is ir.AtomicOp.COMPARE_EXCHANGE:
+            if s.compare is None:
+                raise _Violation("atomic compare_exchange needs a compare value", s)
+            operands.append(("compare value", s.compare))
+        elif s.compare is not None:
+            raise _Violation(f"atomic {s.op.value} takes no compare value (compare_exchange "
+                             "alone does)", s)
+        for what, e in operands:
+            self.expr(e)
+            if e.type is not elem:
+                raise _Violation(f"the {what} is {e.type.value}, but {s.array!r} holds "
+                                 f"{elem.value}", s)
+        if s.result is not None:
+            self.assign_target(s.result, elem, "the old value", s)
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self, e: ir.Expr) -> None:
+        """Check one expression, its operands first."""
+        match e:
+            case ir.Const(value=value, type=t):
+                if not _fits(value, t):
+                    raise _Violation(f"the constant {value!r} is not a value of {t.value}", e)
+            case ir.Var(name=name, type=t):
+                declared = self.locals.get(name, self.scalars.get(name))
+                if declared is None:
+                    kind = ("an array (read it with Load)" if name in self.arrays
+                            or name in self.shared else "neither a local nor a scalar "
+                            "parameter")
+                    raise _Violation(f"{name!r} is {kind}", e)
+                self.typed(e, declared, f"{name!r} is {declared.value}")
+            case ir.Builtin(name=name):
+                if not isinstance(name, ir.BuiltinName):
+                    raise _Violation(f"{name!r} is not a builtin", e)
+                self.typed(e, E.U32, "builtins are u32")
+            case ir.Binary():
+                self.binary(e)
+            case ir.Unary(op=op, x=x):
+                self.expr(x)
+                self.operand(op.value, _UNARY_OPERANDS[op], x.type, e)
+                self.typed(e, x.type, f"'{op.value}' keeps its operand's type")
+            case ir.Math():
+                self.math(e)
+            case ir.Cast(x=x):
+                self.expr(x)
+            case ir.Select(cond=cond, a=a, b=b):
+                self.condition(cond, e)
+                self.expr(a)
+                self.expr(b)
+                if a.type is not b.type:
+                    raise _Violation(f"the two sides of select are {a.type.value} and "
+                                     f"{b.type.value}, not one type", e)
+                self.typed(e, a.type, "select has its sides' type")
+            case ir.Load(array=array, index=index):
+                elem = self.memory(array, e)
+                self.index(index, e)
+                self.typed(e, elem, f"{array!r} holds {elem.value}")
+            case ir.Len(array=array):
+                self.array_param(array, e)
+            case ir.Shape(array=array, dim=dim) | ir.Stride(array=array, dim=dim):
+                self.array_param(array, e)
+                if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+                    raise _Violation(f"the axis {dim!r} is not a non-negative integer "
+                                     "constant", e)
+            case ir.PlaneOp():
+                self.plane(e)
+            case _:
+                raise _Violation("not an IR expression", e)
+
+    def typed(self, e: ir.Expr, want: ir.Elem, why: str) -> None:
+        """Check that ``e`` carries the type ``want`` (``why`` says where it comes from)."""
+        if e.type is not want:
+            raise _Violation(f"the expression is typed {e.type.value}, but {why}", e)
+
+    def operand(self, op: str, takes: _Takes, t: ir.Elem, e: ir.Expr) -> None:
+        """Check that an operand type is one that ``op`` takes."""
+        what, accepts = takes
+        if not accepts(t):
+            raise _Violation(f"'{op}' takes {what}, not {t.value}", e)
+
+    def array_param(self, array: str, e: ir.Expr) -> None:
+        """Check a ``Len``/``Shape``/``Stride``: of an array parameter, and ``u32``."""
+        if array not in self.arrays:
+            raise _Violation(f"{array!r} is not an array parameter", e)
+        self.typed(e, E.U32, "lengths, shapes and strides are u32")
+
+    def binary(self, e: ir.Binary) -> None:
+        """Check ``lhs op rhs``: one operand type that ``op`` takes, and the result's type."""
+        self.expr(e.lhs)
+        self.expr(e.rhs)
+        t = e.lhs.type
+        if e.rhs.type is not t:
+            raise _Violation(f"the operands of '{e.op.value}' are {t.value} and "
+                             f"{e.rhs.type.value}, not one type", e)
+        self.operand(e.op.value, _BINARY_OPERANDS[e.op], t, e)
+        if e.op.is_comparison:
+            self.typed(e, E.BOOL, "comparisons give bool")
+        else:
+            self.typed(e, t, f"'{e.op.value}' keeps its operands' type")
+
+    def math(self, e: ir.Math) -> None:
+        """Check a math function: its arity, one argument type it takes, its result type."""
+        arity = _ARITY.get(e.fn, 1)
+        if len(e.args) != arity:
+            raise _Violation(f"{e.fn.value} takes {arity} argument{'s' * (arity > 1)}, "
+                             f"not {len(e.args)}", e)
+        for a in e.args:
+            self.expr(a)
+        t = e.args[0].type
+        if any(a.type is not t for a in e.args):
+            types = ", ".join(a.type.value for a in e.args)
+            raise _Violation(f"the arguments of {e.fn.value} are {types}, not one type", e)
+        self.operand(e.fn.value, _FLOATS if e.fn in _FLOAT_FNS else _NUMBERS, t, e)
+        if e.fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF):
+            self.typed(e, E.BOOL, f"{e.fn.value} gives bool")
+        else:
+            self.typed(e, t, f"{e.fn.value} keeps its arguments' type")
+
+    def plane(self, e: ir.PlaneOp) -> None:
+        """Check a plane operation: the value's type, and a lane for ``broadcast`` only."""
+        self.expr(e.value)
+        if e.fn is ir.PlaneFn.BROADCAST:
+            if e.lane is None:
+                raise _Violation("plane_broadcast needs a lane", e)
+            self.expr(e.lane)
+            if not e.lane.type.is_int:
+                raise _Violation(f"the lane is {e.lane.type.value}, not an integer type", e)
+        else:
+            self.operand(f"plane_{e.fn.value}", _NUMBERS, e.value.type, e)
+            if e.lane is not None:
+                raise _Violation(f"plane_{e.fn.value} takes no lane (broadcast alone does)",
+                                 e)
+        self.typed(e, e.value.type, "a plane operation keeps its value's type")
