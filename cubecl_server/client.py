@@ -11,15 +11,15 @@ import numpy as np
 from cubecl_server import ir
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.loader import KernelLoader
-from cubecl_server.device import Capabilities, DeviceInfo
-from cubecl_server.errors import TaintedBufferError, UnreadFailuresError
+from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo
+from cubecl_server.errors import LaunchError, TaintedBufferError, UnreadFailuresError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.memory_management import ErrorGraph, Handle, MemoryManagement, MemoryUsage
 from cubecl_server.server import Binding, ComputeServer
 from cubecl_server.stream import ExecuteScope, Failures
 from cubecl_server.timestamp_profiler import ProfileDuration, profile
-from cubecl_server.validation import check_launch
+from cubecl_server.validation import check_launch, cube_count_error
 
 if TYPE_CHECKING:
     from cubecl_server.kernel import KernelFunction
@@ -75,6 +75,7 @@ class ComputeClient:
         # (kernel, comptime items, cube dim) -> plan: what lets a repeated launch skip
         # hashing anything but this tuple.
         self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._max_count = server.capabilities.max_cube_count
 
     @property
     def backend(self) -> str:
@@ -112,6 +113,7 @@ class ComputeClient:
     def write(self, handle: Handle, data: Any) -> None:
         """Overwrite the whole buffer with ``data``, which must have its shape and dtype;
         this clears any taint the buffer carried."""
+        self._own(handle, "write")
         arr = np.asarray(data)
         if arr.dtype != handle.dtype or arr.shape != handle.shape:
             raise ValueError(f"cannot write {arr.dtype}{list(arr.shape)} into a buffer of "
@@ -124,6 +126,7 @@ class ComputeClient:
 
         Raises ``TaintedBufferError`` when the work meant to write it failed.
         """
+        self._own(handle, "read")
         taint = handle.taint
         if taint is not None:
             taint.mark_observed()
@@ -134,6 +137,14 @@ class ComputeClient:
             root = chain[-1].error
             raise TaintedBufferError("\n".join(lines), root) from root
         return self.server.read(handle.binding()).reshape(handle.shape)
+
+    def _own(self, handle: Handle, what: str) -> None:
+        if type(handle) is not Handle:
+            raise TypeError(f"{what} takes a buffer from client.create/empty, "
+                            f"got {type(handle).__name__}")
+        if handle.memory is not self.memory:
+            raise TypeError(f"cannot {what} {handle!r}: it belongs to another client; "
+                            "copy it through the host (client.read, then create)")
 
     def sync(self) -> None:
         """Wait until all work launched on this client has finished.
@@ -194,14 +205,19 @@ class ComputeClient:
                args: Sequence[Any], comptime: dict[str, Any]) -> None:
         """Run ``kernel`` over ``cube_count`` cubes of ``cube_dim`` units.
 
-        Wrong arguments raise ``TypeError`` at once, and a cube or shared memory the
-        device cannot hold raises ``LaunchError``. Anything that fails after that
+        Wrong arguments (a buffer of another client among them) raise ``TypeError``
+        at once, and a cube count, a cube or shared memory the device cannot hold
+        raises ``LaunchError``. Anything that fails after that
         (compiling, the device) taints the buffers the kernel writes; a launch that
         reads a tainted buffer does not run and passes the taint on to its outputs.
         """
         plan = self._plan(kernel, cube_dim, comptime)
         k = plan.kernel
-        handles, arrays, scalars = _bind(k.name, plan.params, args)
+        limit = self._max_count
+        if cube_count.x > limit[0] or cube_count.y > limit[1] or cube_count.z > limit[2] \
+                or cube_count.total * cube_dim.total > MAX_UNITS:
+            raise LaunchError(cube_count_error(k, cube_count, cube_dim, self.capabilities))
+        handles, arrays, scalars = _bind(k.name, plan.params, args, self.memory)
         self._launches += 1
         outputs = [h for h, w in zip(handles, plan.writes, strict=True) if w]
         causes = [h.taint for h, r in zip(handles, plan.reads, strict=True)
@@ -242,8 +258,8 @@ def _check_comptime(kernel: KernelFunction, comptime: dict[str, Any]) -> None:
     kernel.signature.bind_comptime(comptime)
 
 
-def _bind(kernel: str, params: tuple[tuple[ir.Param, type], ...],
-          args: Sequence[Any]) -> tuple[list[Handle], list[Binding], list[np.generic]]:
+def _bind(kernel: str, params: tuple[tuple[ir.Param, type], ...], args: Sequence[Any],
+          memory: MemoryManagement) -> tuple[list[Handle], list[Binding], list[np.generic]]:
     if len(args) != len(params):
         names = ", ".join(p.name for p, _ in params)
         raise TypeError(f"kernel {kernel!r} takes {len(params)} argument(s) ({names}), "
@@ -253,7 +269,7 @@ def _bind(kernel: str, params: tuple[tuple[ir.Param, type], ...],
     scalars: list[np.generic] = []
     for (p, scalar_type), a in zip(params, args, strict=True):
         if p.array:
-            if type(a) is not Handle or a.elem is not p.elem:
+            if type(a) is not Handle or a.elem is not p.elem or a.memory is not memory:
                 _bad_array(kernel, p, a)
             handles.append(a)
             arrays.append(a.binding())
@@ -271,6 +287,9 @@ def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:
     if a.elem is not p.elem:
         raise TypeError(f"kernel {kernel!r}: parameter {p.name!r} is an "
                         f"Array[{p.elem.value}], got a buffer of {a.elem.value}")
+    raise TypeError(f"kernel {kernel!r}: parameter {p.name!r}: {a!r} belongs to another "
+                    "client; a kernel runs on its own client's buffers (copy it through "
+                    "the host: client.read, then create)")
 
 
 def _scalar(kernel: str, p: ir.Param, value: Any) -> np.generic:

@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 
 from cubecl_server.ir import Elem
 
-__all__ = ["DeviceKind", "DeviceInfo", "Capabilities"]
+__all__ = ["MAX_UNITS", "Capabilities", "DeviceInfo", "DeviceKind"]
+
+MAX_UNITS = 2**32 - 1
+"""The most units one launch may run: positions are ``u32``, so every unit of a
+launch must have an ``ABSOLUTE_POS`` of its own."""
 
 
 class DeviceKind(enum.Enum):
@@ -43,6 +47,9 @@ class Capabilities:
     means atomic add on floats). ``plane_size`` is None when plane (subgroup)
     operations are not available. ``device_present`` is False for a compile-only
     backend (CUDA on a machine without a GPU): everything up to finalize runs.
+    ``max_cube_count`` is the most cubes a launch may have along x, y and z (what
+    the backend can dispatch, folding included); the default is the smallest that
+    Vulkan, CUDA and WebGPU all guarantee.
     """
 
     f64: bool
@@ -52,3 +59,4 @@ class Capabilities:
     max_cube_dim: int = 256
     plane_size: int | None = None
     device_present: bool = True
+    max_cube_count: tuple[int, int, int] = (65535, 65535, 65535)

@@ -7,6 +7,7 @@ it into a taint on that work's outputs (see ERROR_HANDLING.md).
 
 from __future__ import annotations
 
+import traceback
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -98,11 +99,29 @@ class ExecuteScope:
                  tb: TracebackType | None) -> bool:
         if not isinstance(exc, Exception):
             return False
-        # The traceback's frames would hold this launch's buffers, which hold the
-        # taint, which holds the error: drop it so buffers die when the program drops them.
-        taint = self.graph.fail(self.kernel, self.launch, self.backend,
-                                exc.with_traceback(None))
+        taint = self.graph.fail(self.kernel, self.launch, self.backend, _detached(exc))
         for h in self.outputs:
             h.taint = taint
         self.failures.record(taint)
         return True
+
+
+def _detached(exc: BaseException) -> BaseException:
+    """``exc`` with no traceback left in its chain, what they said kept as a note.
+
+    A traceback holds its frames and each frame the one that called it, up to the
+    client's launch, which holds this launch's buffers; the buffers will hold the
+    taint, which holds the error. That cycle would keep a dropped failure alive until
+    the garbage collector ran, so ``sync`` could not report it. The text of the
+    tracebacks (where the backend failed) stays with the error as a note.
+    """
+    where = "".join(traceback.format_exception(exc)).rstrip()
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        link.with_traceback(None)
+        link = link.__cause__ or link.__context__
+    if hasattr(exc, "add_note"):  # Python 3.11+
+        exc.add_note(f"where it failed, before the launch returned:\n{where}")
+    return exc

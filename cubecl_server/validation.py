@@ -8,11 +8,11 @@ same way on every backend, instead of as a backend compiler's message.
 from __future__ import annotations
 
 from cubecl_server import ir
-from cubecl_server.device import Capabilities
+from cubecl_server.device import MAX_UNITS, Capabilities
 from cubecl_server.errors import LaunchError
-from cubecl_server.kernel import CubeDim
+from cubecl_server.kernel import CubeCount, CubeDim
 
-__all__ = ["shared_memory_bytes", "check_launch"]
+__all__ = ["check_launch", "cube_count_error", "shared_memory_bytes"]
 
 
 def shared_memory_bytes(kernel: ir.Kernel) -> int:
@@ -34,3 +34,18 @@ def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> No
             f"kernel {kernel.name!r}: its shared arrays need {used} bytes per cube, the "
             f"device has {caps.shared_memory_bytes} "
             f"({', '.join(f'{s.name}: {s.size} x {s.elem.value}' for s in kernel.shared)})")
+
+
+def cube_count_error(kernel: ir.Kernel, count: CubeCount, dim: CubeDim,
+                     caps: Capabilities) -> str:
+    """Why a launch of ``count`` cubes of ``dim`` is past what the device or the
+    language allows (the caller found that it is), naming the limit."""
+    grid = (count.x, count.y, count.z)
+    for axis, n, most in zip("xyz", grid, caps.max_cube_count, strict=True):
+        if n > most:
+            return (f"kernel {kernel.name!r}: a cube count of {grid} has {n} cubes along "
+                    f"{axis}, past the device's max_cube_count of {caps.max_cube_count}; "
+                    "spread the cubes over more axes or launch several times")
+    return (f"kernel {kernel.name!r}: {grid} cubes of {dim.total} units are "
+            f"{count.total * dim.total} units, past the {MAX_UNITS} a launch may have "
+            "(positions are u32); launch several times")

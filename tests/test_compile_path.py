@@ -1,4 +1,4 @@
-"""The compile path of DESIGN.md sections 2-4 on the cpu backend, against real SQLite
+"""The compile path (docs/architecture.md) on the cpu backend, against real SQLite
 files in a temporary cache dir and real processes."""
 
 from __future__ import annotations

@@ -184,3 +184,27 @@ def test_long_run_keeps_memory_flat(c: ComputeClient) -> None:
     assert len(c.errors) < 10, "taints outlived the buffers that carried them"
     assert late - early < 500, f"{late - early} more live objects after 90,000 launches"
     assert c.memory_usage().number_allocs < 10
+
+
+def test_failures_with_a_chained_cause_reach_sync_without_the_garbage_collector(
+        c: ComputeClient) -> None:
+    # A driver error raised from the binding's own error is what a real backend
+    # produces; its traceback's frames reach back to the launch and its buffers.
+    def refuse(*_: object) -> None:
+        try:
+            raise LookupError("the driver's own error")
+        except LookupError as e:
+            raise RuntimeError("launch refused") from e
+
+    c.server.launch = refuse  # type: ignore[method-assign]
+    a = _buf(c)
+    gc.disable()
+    try:
+        for _ in range(200):
+            out = c.empty(N, np.float32)
+            copy.launch(c, ONE, DIM, a, out)
+            del out
+        with pytest.raises(UnreadFailuresError, match=r"^200 failed launch\(es\)"):
+            c.sync()
+    finally:
+        gc.enable()

@@ -49,6 +49,7 @@ DUPLICATE = Fixture("cubecl_fixture_duplicate", "cubecl-fixture-duplicate", "0.3
 TYPO = Fixture("cubecl_fixture_typo", "cubecl-fixture-typo", "0.4")
 REENTRANT = Fixture("cubecl_fixture_reentrant", "cubecl-fixture-reentrant", "0.5")
 OBSERVER = Fixture("cubecl_fixture_observer", "cubecl-fixture-observer", "0.6")
+RAISING = Fixture("cubecl_fixture_raising", "cubecl-fixture-raising", "0.7")
 
 STANDARD = {"good": GOOD, "importfail": IMPORTFAIL, "registerfail": REGISTERFAIL}
 
@@ -257,20 +258,60 @@ def test_external_plugins_take_precedence_over_the_built_in_ones(tmp_path: Path)
     assert result["cpu"]["first"] == "cubecl_server.backends.cpu.compiler"
 
 
-def test_a_plugin_failing_in_a_firstresult_hook_is_named(tmp_path: Path) -> None:
-    failure = run_script(make_site(tmp_path, {"override": OVERRIDE}), """
+def test_a_plugin_failing_in_a_firstresult_hook_is_named_and_set_apart(tmp_path: Path) -> None:
+    result = run_script(make_site(tmp_path, {"override": OVERRIDE}), """
         import json
-        from cubecl_server.errors import PluginError
         from cubecl_server.plugins import registry
-        try:
-            registry().call_firstresult("cubecl_server_compiler", backend="explode")
-        except PluginError as exc:
-            print(json.dumps([str(exc), type(exc.__cause__).__name__]))
+        reg = registry()
+        answer = reg.call_firstresult("cubecl_server_compiler", backend="explode")
+        print(json.dumps([repr(answer), [(b.name, b.error) for b in reg.broken()],
+                          reg.broken()[0].traceback]))
     """)
-    message, cause = failure
-    assert message == ("plugin 'override' (cubecl-fixture-override 3.0) failed in "
-                       "cubecl_server_compiler: ValueError: boom")
-    assert cause == "ValueError"
+    answer, broken, trace = result
+    assert answer == "None"
+    assert broken == [["override", "PluginError: failed in cubecl_server_compiler: "
+                                   "ValueError: boom"]]
+    assert "cubecl_fixture_override.py" in trace
+
+
+RAISING_CLIENTS = """
+    import json
+    import numpy as np
+    import kernels
+    from cubecl_server import CubeCount, CubeDim
+    from cubecl_server.plugins import registry
+    from cubecl_server.runtime import create_client
+    c = create_client("cpu")
+    a, out = c.create(np.arange(5, dtype=np.float32)), c.empty(5, np.float32)
+    kernels.scale.launch(c, CubeCount(1), CubeDim(8), a, out, 2.0)
+    fixture = registry().call_firstresult("cubecl_server_compiler", backend="fixture")
+    print(json.dumps({"cpu": c.read(out).tolist(), "fixture": type(fixture).__name__}))
+"""
+
+
+def test_a_plugin_whose_compiler_hook_raises_takes_no_backend_down(tmp_path: Path) -> None:
+    site = make_site(tmp_path, {"good": GOOD, "raising": RAISING})
+    shutil.copy(Path(__file__).parent / "kernels.py", site)
+    assert run_script(site, RAISING_CLIENTS) == {"cpu": [0.0, 2.0, 4.0, 6.0, 8.0],
+                                                 "fixture": "FixtureCompiler"}
+    rows = list_backends(site)
+    assert rows["cpu"]["status"] == rows["fixture"]["status"] == "ok"
+    assert rows["raising"]["status"] == "broken"
+    assert rows["raising"]["error"] == (
+        "PluginError: failed in cubecl_server_compiler: RuntimeError: compiler hook "
+        "exploded for 'cpu'")
+
+
+def test_a_raising_hook_is_an_error_with_its_traceback_when_strict(tmp_path: Path) -> None:
+    done = run_python(make_site(tmp_path, {"raising": RAISING}),
+                      ["-c", "from cubecl_server.runtime import create_client; "
+                             "create_client('cpu')"],
+                      {"CUBECL_STRICT_PLUGINS": "1"})
+    assert done.returncode == 1
+    assert "PluginError: plugin 'raising' (cubecl-fixture-raising 0.7) is broken" \
+        in done.stderr
+    assert "cubecl_fixture_raising.py" in done.stderr
+    assert "compiler hook exploded for 'cpu'" in done.stderr
 
 
 def test_a_backend_name_registered_twice_keeps_the_first_in_precedence(tmp_path: Path) -> None:

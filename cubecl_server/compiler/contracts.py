@@ -2,7 +2,7 @@
 
 ``ArtifactCompiler`` may run on any thread (a pool compiles batches); the
 ``CompilationTarget`` runs only where the server does. Splitting them is what lets
-a third-party plugin replace one half of an existing backend (DESIGN.md section 5).
+a third-party plugin replace one half of an existing backend (docs/hooks.md).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from cubecl_server.compiler.record import (
 )
 from cubecl_server.compiler.store import ArtifactStore, source_key, store_compiled
 from cubecl_server.errors import ArtifactRejected, CompilationError
+from cubecl_server.ir_check import check_kernel
 from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
 
@@ -53,6 +54,8 @@ class _Trip:
     outcome: CompilationOutcome | None = None
     source: str | None = None
     rekeyed_from: KernelCacheKey | None = None
+    stored: bool = False
+    """Whether this trip's own compile went into the store."""
 
 
 class KernelLoader:
@@ -176,6 +179,7 @@ class KernelLoader:
                 return
         ac = self.artifact_compiler
         kernel = trip.id.kernel
+        check_kernel(kernel.ir, self.backend)
         compiled = ac.lower(kernel.ir, trip.id.cube_dim, trip.id.mode, rec)
         src = ac.source(compiled)
         trip.source = None if src is None else source_key(src)
@@ -183,6 +187,11 @@ class KernelLoader:
             with rec.stage("source-lookup"):
                 earlier = store.source(trip.source)
                 artifact = None if earlier is None else store.get(earlier)
+            if artifact is not None and earlier == trip.key:
+                # Another process compiled this very kernel since the kernels map
+                # was read: a load, not a reuse under a new key.
+                trip.artifact, trip.outcome = artifact, CompilationOutcome.LOADED
+                return
             if artifact is not None:
                 store.put(trip.key, artifact)
                 trip.artifact, trip.outcome = artifact, CompilationOutcome.REKEYED
@@ -190,8 +199,15 @@ class KernelLoader:
                 return
         artifact = ac.finalize(compiled, rec)
         with rec.stage("store-write"):
-            store_compiled(store, trip.key, artifact, trip.source)
+            trip.stored = store_compiled(store, trip.key, artifact, trip.source)
         trip.artifact, trip.outcome = artifact, CompilationOutcome.COMPILED
+
+    @staticmethod
+    def _unstore(trip: _Trip, store: ArtifactStore | None) -> None:
+        # A failed compile caches nothing, and a fresh artifact was stored before
+        # the device had its say on it (another writer's, if it won, is kept).
+        if store is not None and trip.stored:
+            store.purge(trip.key)
 
     def _load(self, trip: _Trip, store: ArtifactStore | None) -> Any:
         assert trip.artifact is not None
@@ -200,9 +216,20 @@ class KernelLoader:
                 return self.target.load(trip.artifact)
         except ArtifactRejected as e:
             if trip.outcome is CompilationOutcome.COMPILED:
+                self._unstore(trip, store)
                 raise CompilationError(f"the device rejected a freshly compiled artifact: {e}",
                                        kernel=trip.id.kernel.name, backend=self.backend) from e
-        # A stored artifact the driver refuses is a bad entry: drop it, build afresh.
+            reason: Exception = e
+        except Exception as e:
+            if trip.outcome is CompilationOutcome.COMPILED:
+                self._unstore(trip, store)
+                raise
+            reason = e
+        # A stored artifact that does not load, whatever the way it fails, is a bad
+        # entry: kept, it would fail every launch of the kernel in every process.
+        log.warning("stored artifact %s of kernel %s does not load on %s (%s: %s): purged, "
+                    "compiling again", trip.key.digest[:16], trip.id.kernel.name,
+                    self.backend, type(reason).__name__, reason)
         if store is not None:
             store.purge(trip.key)
             if trip.rekeyed_from is not None:

@@ -18,6 +18,7 @@ implementation as pluggy documents.
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import traceback
@@ -160,6 +161,13 @@ class PluginRegistry:
         only lookup that touches device drivers.
         """
         found = self._discovered()
+        for name in sorted(found.descriptors):
+            # A plugin that breaks in the compile path is found out here, without a
+            # device, rather than by the first user of some backend.
+            try:
+                self.call_firstresult("cubecl_server_compiler", backend=name)
+            except BackendUnavailable:
+                pass
         rows = [_status(descriptor, origin)
                 for _, (descriptor, origin) in sorted(found.descriptors.items())]
         rows.extend(BackendStatus(b.name, b.distribution, b.version, "broken", b.error)
@@ -184,13 +192,15 @@ class PluginRegistry:
         return list(self._discovered().broken)
 
     def call_firstresult(self, hook_name: str, **kwargs: Any) -> Any:
-        """Call a ``firstresult`` hook one implementation at a time, in precedence order.
+        """Call a ``firstresult`` hook through pluggy, in precedence order.
 
-        Returns the first result that is not None, or None. An implementation that
-        raises stops the call with a ``PluginError`` naming its plugin (the original
-        exception is its ``__cause__``); ``BackendUnavailable`` passes through as
-        it is, being the contract's way to say "cannot run here". Hook wrappers are
-        not run: every cubecl-server hook is answered by plain implementations.
+        Returns the first result that is not None, or None. A plugin whose
+        implementation raises is broken: it is set apart (listed by ``broken()``
+        with its traceback, its backends gone, one warning) and the call goes on
+        without it, so one bad plugin never takes the others' backends down. Under
+        ``CUBECL_STRICT_PLUGINS`` it raises ``PluginError`` naming the plugin, with
+        the traceback, instead. ``BackendUnavailable`` passes through as it is,
+        being the contract's way to say "cannot run here".
         """
         found = self._discovered()
         caller: pluggy.HookCaller | None = getattr(found.pm.hook, hook_name, None)
@@ -199,20 +209,36 @@ class PluginRegistry:
         missing = [name for name in caller.spec.argnames if name not in kwargs]
         if missing:
             raise TypeError(f"{hook_name}() missing arguments: {', '.join(missing)}")
-        for impl in reversed(caller.get_hookimpls()):
-            if impl.wrapper or impl.hookwrapper:
-                continue
+        while True:
             try:
-                result = impl.function(*(kwargs[name] for name in impl.argnames))
+                return caller(**kwargs)
             except BackendUnavailable:
                 raise
             except Exception as exc:
-                origin = found.origins[impl.plugin_name]
-                raise PluginError(
-                    f"plugin {origin} failed in {hook_name}: {_describe(exc)}") from exc
-            if result is not None:
-                return result
-        return None
+                culprit = _culprit(exc, caller)
+                if culprit is None:
+                    raise
+                self._set_apart(found, culprit, hook_name, exc)
+
+    def _set_apart(self, found: _Discovery, plugin: str, hook_name: str,
+                   exc: Exception) -> None:
+        """Unregister a plugin that raised in a hook and list it as broken."""
+        with self._lock:
+            origin = found.origins.pop(plugin, None)
+            if origin is None:  # another thread set it apart first
+                return
+            found.pm.unregister(name=plugin)
+            for name in [n for n, (_, o) in found.descriptors.items() if o is origin]:
+                del found.descriptors[name]
+            failure = PluginError(f"failed in {hook_name}: {_describe(exc)}")
+            failure.__cause__ = exc
+            found.mark_broken(origin, failure)
+            broken = found.broken[-1]
+        if _env_true(os.environ.get(ENV_STRICT, "")):
+            raise PluginError(f"plugin {origin} is broken ({ENV_STRICT} is set): "
+                              f"{broken.error}\n{broken.traceback}") from exc
+        log.warning("cubecl-server plugin %s is broken and set apart: %s", origin,
+                    broken.error)
 
     def _discovered(self) -> _Discovery:
         found = self._found
@@ -280,6 +306,20 @@ class PluginRegistry:
             log.warning("cubecl-server plugin %r (%s %s) is broken: %s",
                            b.name, b.distribution, b.version, b.error)
         return found
+
+
+def _culprit(exc: BaseException, caller: pluggy.HookCaller) -> str | None:
+    """The name of the plugin whose implementation of ``caller`` raised ``exc``: the
+    outermost frame of its traceback that runs one of the implementations."""
+    impls = {inspect.unwrap(impl.function).__code__: impl.plugin_name
+             for impl in caller.get_hookimpls()}
+    tb = exc.__traceback__
+    while tb is not None:
+        name = impls.get(tb.tb_frame.f_code)
+        if name is not None:
+            return name
+        tb = tb.tb_next
+    return None
 
 
 def _register(found: _Discovery, plugin: object, origin: _Origin) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cubecl_server.device import Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo, DeviceKind
 from cubecl_server.ir import Elem
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.server import Binding
@@ -20,6 +20,8 @@ CAPABILITIES = Capabilities(
     f64=True, f16=True,
     atomics=frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32}),
     shared_memory_bytes=64 * 1024, max_cube_dim=1024, plane_size=32, device_present=True,
+    # Cubes run chunk after chunk: only the language's u32 positions bound a grid.
+    max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS),
 )
 
 LoadedCpuKernel = Callable[..., None]

@@ -78,3 +78,43 @@ class TestBadInput:
         assert "f64" in str(info.value) or "double" in str(info.value), (
             "the CompilationError should say that f64 is what the device lacks: "
             f"{info.value}")
+
+    def test_cube_count_past_an_axis_limit_names_the_limit(
+            self, cubecl_client: ComputeClient) -> None:
+        c = cubecl_client
+        a, out = c.create(np.zeros(8, np.float32)), c.empty(8, np.float32)
+        limit = c.capabilities.max_cube_count
+        for axis in range(3):
+            grid = [1, 1, 1]
+            grid[axis] = limit[axis] + 1
+            with pytest.raises(LaunchError, match=r"max_cube_count|units, past") as info:
+                kernels.scale.launch(c, CubeCount(*grid), CubeDim(1), a, out, 2.0)
+            assert "scale" in str(info.value), info.value
+        # Refused before anything ran: the output was not touched, and the client works.
+        kernels.scale.launch(c, CubeCount(1), CubeDim(8), c.create(np.ones(8, np.float32)),
+                             out, 2.0)
+        np.testing.assert_array_equal(c.read(out), np.full(8, 2.0, np.float32))
+
+    def test_more_units_than_positions_can_number_is_refused(
+            self, cubecl_client: ComputeClient) -> None:
+        c = cubecl_client
+        a, out = c.create(np.zeros(8, np.float32)), c.empty(8, np.float32)
+        # Within every axis limit a device may declare, and more units in all than a
+        # u32 ABSOLUTE_POS can tell apart.
+        with pytest.raises(LaunchError, match=r"8589672450 units, past the 4294967295"):
+            kernels.scale.launch(c, CubeCount(65535, 65535, 1), CubeDim(2), a, out, 2.0)
+
+    def test_a_buffer_of_another_client_is_refused(self, cubecl_client: ComputeClient) -> None:
+        from cubecl_server.runtime import create_client
+
+        c = cubecl_client
+        other = create_client(c.backend, c.device.index)
+        foreign = other.create(np.ones(8, np.float32))
+        out = c.empty(8, np.float32)
+        with pytest.raises(TypeError, match=r"parameter 'a'.*another client"):
+            kernels.scale.launch(c, CubeCount(1), CubeDim(8), foreign, out, 2.0)
+        with pytest.raises(TypeError, match="another client"):
+            c.read(foreign)
+        with pytest.raises(TypeError, match="another client"):
+            c.write(foreign, np.zeros(8, np.float32))
+        assert out.taint is None, "a refused launch must not taint anything"

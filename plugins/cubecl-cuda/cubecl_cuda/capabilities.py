@@ -7,7 +7,10 @@ from cubecl_cuda.prelude import PLANE_SIZE
 from cubecl_server.device import Capabilities
 from cubecl_server.ir import Elem
 
-__all__ = ["STATIC_SHARED_BYTES", "capabilities", "compile_only_capabilities"]
+__all__ = ["MAX_GRID", "STATIC_SHARED_BYTES", "capabilities", "compile_only_capabilities"]
+
+MAX_GRID = (2**31 - 1, 65535, 65535)
+"""Most blocks a grid may have per axis, on every architecture CUDA 12/13 support."""
 
 STATIC_SHARED_BYTES = 48 * 1024
 """Static ``__shared__`` memory one block may declare, on every architecture (more
@@ -23,7 +26,7 @@ def capabilities(*, max_threads: int = MAX_CUBE_DIM, shared_bytes: int = STATIC_
     return Capabilities(f64=True, f16=True, atomics=_ATOMICS,
                         shared_memory_bytes=min(shared_bytes, STATIC_SHARED_BYTES),
                         max_cube_dim=min(max_threads, MAX_CUBE_DIM), plane_size=PLANE_SIZE,
-                        device_present=device_present)
+                        device_present=device_present, max_cube_count=MAX_GRID)
 
 
 def compile_only_capabilities() -> Capabilities:

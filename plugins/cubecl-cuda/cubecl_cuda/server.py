@@ -11,7 +11,7 @@ from cupy.cuda import runtime
 from cupy.cuda.function import Module
 
 from cubecl_cuda.artifact import LoadedCudaKernel
-from cubecl_cuda.capabilities import capabilities
+from cubecl_cuda.capabilities import MAX_GRID, capabilities
 from cubecl_cuda.driver import MODULE_REJECTED, CudaError, cuda_error, status_name
 from cubecl_cuda.storage import CudaStorage
 from cubecl_server.device import DeviceInfo
@@ -19,10 +19,7 @@ from cubecl_server.errors import ArtifactRejected
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.server import Binding
 
-__all__ = ["CudaServer", "device_arch", "MAX_GRID"]
-
-MAX_GRID = (2**31 - 1, 65535, 65535)
-"""Most blocks a grid may have per axis, on every architecture CUDA 12/13 support."""
+__all__ = ["CudaServer", "device_arch"]
 
 
 def device_arch(index: int) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
-from cubecl_server.device import Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo, DeviceKind
 from cubecl_server.ir import Elem
 
 from . import BACKEND
@@ -110,12 +110,13 @@ def capabilities_of(f: DeviceFeatures) -> Capabilities:
     atomics = {Elem.I32, Elem.U32, Elem.F32}  # f32 through a 32-bit compare-exchange loop
     if f.int64_atomics:
         atomics |= {Elem.I64, Elem.U64}
-        if f.fp64:
-            atomics.add(Elem.F64)
     return Capabilities(
         f64=f.fp64, f16=f.fp16, atomics=frozenset(atomics),
         shared_memory_bytes=f.local_mem_bytes, max_cube_dim=f.max_work_group_size,
         plane_size=f.subgroup_size if f.subgroups else None, device_present=True,
+        # OpenCL bounds a work-group count by size_t only; the language's u32
+        # positions bound a launch long before that.
+        max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS),
     )
 
 

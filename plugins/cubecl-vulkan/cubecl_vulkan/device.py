@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cubecl_server.device import Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo, DeviceKind
 from cubecl_server.driver import DriverError, code_names, driver_error
 from cubecl_server.errors import BackendUnavailable
 from cubecl_server.ir import Elem
@@ -148,7 +148,16 @@ class PhysicalDevice:
         return Capabilities(
             f64=f.float64, f16=f.float16, atomics=frozenset(atomics),
             shared_memory_bytes=f.max_shared_bytes, max_cube_dim=f.max_invocations,
-            plane_size=f.subgroup_size if f.subgroups else None, device_present=True)
+            plane_size=f.subgroup_size if f.subgroups else None, device_present=True,
+            max_cube_count=self.max_cube_count())
+
+    def max_cube_count(self) -> tuple[int, int, int]:
+        """Cubes per axis a launch may have: the server folds an axis past
+        ``maxComputeWorkGroupCount`` onto the others, so any axis may hold as many as
+        all three together, up to the language's u32 positions."""
+        mx, my, mz = self.max_workgroup_count
+        most = min(mx * my * mz, MAX_UNITS)
+        return (most, most, most)
 
 
 _instance: Any = None
