@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 PIP     := $(BIN)/python -m pip install -q --disable-pip-version-check
 PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
 PLUGINS := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-cuda
-EXAMPLE := examples/cubecl-example
+EXAMPLE := examples/cubecl-example examples/cubecl-c
 
 .PHONY: demo test lint bench venv system-deps clean
 

@@ -11,8 +11,8 @@ from benchmarks.figures import Figure, Target, fmt_ratio, fmt_summary
 from benchmarks.harness import Backend, Context
 from benchmarks.kernels import add_const
 from cubecl_server.benchmark import ratio, summarize
+from cubecl_server.client import create_client
 from cubecl_server.kernel import CubeDim
-from cubecl_server.runtime import create_client
 
 __all__ = ["BATCH", "QUICK_BATCH", "run"]
 

@@ -18,9 +18,8 @@ from benchmarks.harness import Backend, Context
 from benchmarks.kernels import saxpy
 from benchmarks.opencl_raw import LOCAL_SIZE, RawSaxpy, pyopencl_available
 from cubecl_server.benchmark import compare, ratio
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.runtime import create_client
 from cubecl_server.server import Binding
 
 __all__ = ["TINY_N", "run"]

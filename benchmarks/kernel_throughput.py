@@ -13,9 +13,8 @@ from benchmarks.figures import Figure, fmt_time
 from benchmarks.harness import Context
 from benchmarks.kernels import REDUCE_CUBE, TILE, matmul, reduce_rows, saxpy
 from cubecl_server.benchmark import Timings, compare, measure
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.runtime import create_client
 from cubecl_server.throughput import Throughput, copy_bytes, gb_per_s
 
 __all__ = ["run"]

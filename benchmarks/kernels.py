@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cubecl_server import demo
-from cubecl_server.kernel import CubeDim, KernelFunction, kernel
 from cubecl_server.lang import (
     ABSOLUTE_POS,
     CUBE_POS_X,
@@ -21,7 +20,10 @@ from cubecl_server.lang import (
     UNIT_POS_Y,
     Array,
     Comptime,
+    CubeDim,
+    KernelFunction,
     f32,
+    kernel,
     u32,
 )
 from cubecl_server.lang.types import shared, sync_cube

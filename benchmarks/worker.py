@@ -86,8 +86,8 @@ def first_result(args: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
     from benchmarks.kernels import saxpy
+    from cubecl_server import client
     from cubecl_server.kernel import CubeCount, CubeDim
-    from cubecl_server.runtime import client
 
     x, y, alpha = _saxpy_data()
     c = client(args["backend"])
@@ -160,8 +160,8 @@ def fill(args: dict[str, Any]) -> dict[str, Any]:
     and of absent keys."""
     from benchmarks.kernels import DEMO_SPECS
     from cubecl_server.benchmark import measure
+    from cubecl_server.client import create_client
     from cubecl_server.compiler.key import KernelCacheKey
-    from cubecl_server.runtime import create_client
 
     c = create_client(args["backend"])
     for spec in DEMO_SPECS:

@@ -1,10 +1,11 @@
 """cubecl-server: a toolkit for implementing GPU compute runtimes in Python.
 
-The names most programs need are importable from here; each lives in the module
-named beside it. They load on first use, so ``import cubecl_server`` stays cheap
-and discovers no plugin. Kernels are written with :mod:`cubecl_server.lang`
-(``from cubecl_server.lang import kernel``): ``cubecl_server.kernel`` is the module
-of launch geometry and compiled kernels.
+The names a program needs are importable from here; each lives in the module named
+beside it. They load on first use, so ``import cubecl_server`` stays cheap and
+discovers no plugin. ``cubecl_server.client`` is the client module, and calling it
+gives the shared client of a backend: ``cubecl_server.client()``. Kernels are
+written with :mod:`cubecl_server.lang` (``kernel``, the types, ``CubeCount`` and
+``CubeDim``); a backend imports the core through :mod:`cubecl_server.backend`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "client": "cubecl_server.runtime",
     "ComputeClient": "cubecl_server.client",
-    "CubeCount": "cubecl_server.kernel",
-    "CubeDim": "cubecl_server.kernel",
     "ExecutionMode": "cubecl_server.execution",
-    "hookimpl": "cubecl_server.plugins.hookspecs",
     "CubeclError": "cubecl_server.errors",
     "KernelSyntaxError": "cubecl_server.errors",
     "CompilationError": "cubecl_server.errors",
@@ -30,10 +27,13 @@ _EXPORTS = {
     "BackendUnavailable": "cubecl_server.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", "client", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "client":
+        # The submodule itself, callable; importing it makes it this attribute.
+        return importlib.import_module("cubecl_server.client")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'cubecl_server' has no attribute {name!r}")

@@ -1,30 +1,41 @@
-"""The compute client: what a user holds to put data on a device and run kernels."""
+"""The compute client: what a user holds to put data on a device and run kernels.
+
+The module itself is callable: ``cubecl_server.client(backend, device)`` is the
+client of one device of one backend, made on first use and shared;
+:func:`create_client` makes one of its own.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from cubecl_server import ir
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.loader import KernelLoader
+from cubecl_server.compiler.record import CompilationRecord
+from cubecl_server.config import config
 from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo
 from cubecl_server.errors import LaunchError, TaintedBufferError, UnreadFailuresError
 from cubecl_server.execution import ExecutionMode
-from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.kernel import CubeCount, CubeDim, Launchable
+from cubecl_server.logging import configure_logging
 from cubecl_server.memory_management import ErrorGraph, Handle, MemoryManagement, MemoryUsage
+from cubecl_server.plugins.registry import registry
+from cubecl_server.runtime import EnvironmentRecorder, open_loader, open_server
 from cubecl_server.server import Binding, ComputeServer
 from cubecl_server.stream import ExecuteScope, Failures
 from cubecl_server.timestamp_profiler import ProfileDuration, profile
 from cubecl_server.validation import check_launch, cube_count_error
 
-if TYPE_CHECKING:
-    from cubecl_server.kernel import KernelFunction
-
-__all__ = ["ComputeClient", "elem_of_dtype"]
+__all__ = ["ComputeClient", "create_client", "elem_of_dtype", "recording"]
 
 _ELEMS = {np.dtype(e.numpy_name): e for e in ir.Elem}
 _SCALAR_TYPES = {e: np.dtype(e.numpy_name).type for e in ir.Elem}
@@ -172,12 +183,11 @@ class ComputeClient:
 
     # ------------------------------------------------------------- kernels
 
-    def _plan(self, kernel: KernelFunction, cube_dim: CubeDim,
+    def _plan(self, kernel: Launchable, cube_dim: CubeDim,
               comptime: dict[str, Any]) -> _Plan:
         key = (kernel, tuple(comptime.items()), cube_dim)
         plan = self._plans.get(key)
         if plan is None:
-            _check_comptime(kernel, comptime)
             aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
             k = aid.kernel.ir
             check_launch(k, cube_dim, self.capabilities)
@@ -189,19 +199,19 @@ class ComputeClient:
                 tuple(p.name in written for p in arrays))
         return plan
 
-    def artifact_id(self, kernel: KernelFunction, cube_dim: CubeDim,
+    def artifact_id(self, kernel: Launchable, cube_dim: CubeDim,
                     comptime: dict[str, Any]) -> ArtifactId:
         """The artifact a launch of ``kernel`` with ``cube_dim`` and ``comptime`` needs."""
         return self._plan(kernel, cube_dim, comptime).id
 
-    def prepare(self, kernel: KernelFunction, cube_dim: CubeDim, **comptime: Any) -> None:
+    def prepare(self, kernel: Launchable, cube_dim: CubeDim, **comptime: Any) -> None:
         """Obtain (compile, or read from the store) and load ``kernel`` ahead of a launch.
 
         Unlike a launch, this raises ``CompilationError`` itself when compiling fails.
         """
         self.loader.get(self.artifact_id(kernel, cube_dim, comptime))
 
-    def launch(self, kernel: KernelFunction, cube_count: CubeCount, cube_dim: CubeDim,
+    def launch(self, kernel: Launchable, cube_count: CubeCount, cube_dim: CubeDim,
                args: Sequence[Any], comptime: dict[str, Any]) -> None:
         """Run ``kernel`` over ``cube_count`` cubes of ``cube_dim`` units.
 
@@ -250,12 +260,6 @@ def _read_arrays(k: ir.Kernel) -> tuple[set[str], set[str]]:
             read.add(n.array)
             written.add(n.array)
     return read, written
-
-
-def _check_comptime(kernel: KernelFunction, comptime: dict[str, Any]) -> None:
-    # Unknown, missing (defaults count) and ill-typed values all raise TypeError
-    # naming the parameter, before anything is parsed.
-    kernel.signature.bind_comptime(comptime)
 
 
 def _bind(kernel: str, params: tuple[tuple[ir.Param, type], ...], args: Sequence[Any],
@@ -309,3 +313,77 @@ def _scalar(kernel: str, p: ir.Param, value: Any) -> np.generic:
             raise TypeError(f"kernel {kernel!r}: parameter {p.name!r}: {value} does not fit "
                             f"in {p.elem.value}")
     return _SCALAR_TYPES[p.elem](value)
+
+
+# ------------------------------------------------------------- making clients
+
+
+def create_client(backend: str | None = None, device: int | None = None, *,
+                  compile_only: bool = False) -> ComputeClient:
+    """A new client, with its own server and loader, not shared with the one calling
+    this module gives (``cubecl_server.client()``).
+
+    ``backend`` defaults to ``CUBECL_BACKEND`` (or ``backend`` in ``cubecl.toml``),
+    then ``"cpu"``; ``device`` to the backend's first device. ``compile_only`` asks
+    the backend for its server that compiles without a device (its descriptor's
+    ``compile_only_server``): kernels go through the whole compile path and the
+    store, but it cannot hold memory or launch.
+    """
+    configure_logging()
+    descriptor = registry().descriptor(backend or config().backend)
+    server = open_server(descriptor, 0 if device is None else device, compile_only)
+    return ComputeClient(server, MemoryManagement(server.storage),
+                         open_loader(descriptor, server), config().execution_mode)
+
+
+_clients: dict[tuple[str, int], ComputeClient] = {}
+_clients_lock = threading.Lock()
+
+
+def _shared_client(backend: str | None, device: int | None) -> ComputeClient:
+    name = backend or config().backend
+    index = 0 if device is None else device
+    with _clients_lock:
+        existing = _clients.get((name, index))
+        if existing is None:
+            existing = _clients[(name, index)] = create_client(name, index)
+        return existing
+
+
+class _ClientModule(types.ModuleType):
+    """This module, callable: the name ``cubecl_server.client`` is both the module and
+    how a program gets its client, whatever was imported before it."""
+
+    def __call__(self, backend: str | None = None, device: int | None = None) -> ComputeClient:
+        """The client for one device of one backend, created on first use and shared.
+
+        ``backend`` defaults to ``CUBECL_BACKEND`` (or ``backend`` in
+        ``cubecl.toml``), then ``"cpu"``; ``device`` to the backend's first device.
+        """
+        return _shared_client(backend, device)
+
+
+sys.modules[__name__].__class__ = _ClientModule
+
+
+class _Collecting(EnvironmentRecorder):
+    def __init__(self, records: list[CompilationRecord]) -> None:
+        super().__init__(keep=True)
+        self.records = records
+
+    def record(self, record: CompilationRecord) -> None:
+        super().record(record)
+        self.records.append(record)
+
+
+@contextmanager
+def recording(c: ComputeClient) -> Iterator[list[CompilationRecord]]:
+    """Record every compilation ``c`` makes inside the block, whatever the config says:
+    kept in the environment's database, broadcast, and collected in the list yielded."""
+    records: list[CompilationRecord] = []
+    before = c.loader.recorder
+    c.loader.recorder = _Collecting(records)
+    try:
+        yield records
+    finally:
+        c.loader.recorder = before

@@ -8,19 +8,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cubecl_server.client import ComputeClient
-from cubecl_server.kernel import CubeCount, CubeDim, KernelFunction, kernel
+from cubecl_server.client import ComputeClient, recording
 from cubecl_server.lang import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
     ABSOLUTE_POS_Y,
     Array,
+    CubeCount,
+    CubeDim,
+    KernelFunction,
     exp,
     f32,
+    kernel,
     log,
     u32,
 )
-from cubecl_server.runtime import recording
 
 __all__ = ["DemoResult", "run_demo", "DEMO_KERNELS"]
 

@@ -24,6 +24,8 @@ import dataclasses
 import enum
 import hashlib
 import json
+import math
+import struct
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -120,10 +122,31 @@ class SharedArray:
 
 @dataclass(frozen=True)
 class Const:
-    """A literal or a comptime value baked into the kernel."""
+    """A literal or a comptime value baked into the kernel.
+
+    A value of ``F32`` or ``F16`` is rounded to its type when the constant is made
+    (to nearest, past the largest finite value to infinity), so every backend sees
+    the exact number the kernel computes with, and a target that refuses a literal
+    its type cannot hold exactly (WGSL) can print it as it is.
+    """
 
     value: int | float | bool
     type: Elem
+
+    def __post_init__(self) -> None:
+        packer = _NARROW_FLOATS.get(self.type)
+        if packer is None or isinstance(self.value, bool):
+            return
+        try:
+            (rounded,) = packer.unpack(packer.pack(self.value))
+        except OverflowError:
+            rounded = math.copysign(math.inf, self.value)
+        if rounded != self.value or isinstance(self.value, float):
+            object.__setattr__(self, "value", rounded)
+
+
+_NARROW_FLOATS = {Elem.F32: struct.Struct("<f"), Elem.F16: struct.Struct("<e")}
+"""The float types narrower than a Python float, and how to round to each."""
 
 
 @dataclass(frozen=True)

@@ -1,69 +1,43 @@
-"""The Runtime contract, the descriptor a plugin registers, and ``client()``."""
+"""A backend's parts assembled for one server, and what the environment records.
+
+:mod:`cubecl_server.client` makes its clients with :func:`open_server` and
+:func:`open_loader`: each part of the compile path is resolved through its hook
+(``docs/hooks.md``), where the backend's descriptor answers last, and the core
+opens the store the CompilationTarget is given.
+"""
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Any
 
-from cubecl_server.client import ComputeClient
-from cubecl_server.compiler.key import build_id_hash
+from cubecl_server.compiler.artifact import Artifact
+from cubecl_server.compiler.contracts import CompilationTarget, Compiler
+from cubecl_server.compiler.key import KernelCacheKey, build_id_hash
 from cubecl_server.compiler.loader import KernelLoader
 from cubecl_server.compiler.record import CompilationBatchRecord, CompilationRecord, Recorder
-from cubecl_server.compiler.store import StoreNames, environment_database
+from cubecl_server.compiler.store import (
+    ArtifactStore,
+    StoreNames,
+    compilation_store,
+    environment_database,
+)
 from cubecl_server.config import config
-from cubecl_server.device import DeviceInfo
+from cubecl_server.device import Capabilities
 from cubecl_server.errors import BackendUnavailable, PluginError, StoreError
-from cubecl_server.logging import configure_logging, logger
-from cubecl_server.memory_management import MemoryManagement
+from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
 from cubecl_server.persistence.sqlite import SqliteStore
+from cubecl_server.plugins.descriptor import BackendDescriptor
 from cubecl_server.plugins.registry import registry
 from cubecl_server.server import ComputeServer
 
 __all__ = [
-    "Runtime", "BackendDescriptor", "EnvironmentRecorder", "client", "create_client",
-    "recording",
+    "EnvironmentRecorder", "EnvironmentStore", "backend_compiler", "compilation_target",
+    "open_loader", "open_server",
 ]
 
 log = logger("runtime")
-
-
-class Runtime(Protocol):
-    """A backend's entry to its devices: lists them and creates a server for one."""
-
-    name: str
-
-    def devices(self) -> list[DeviceInfo]:
-        """Every device this runtime can use here.
-
-        Raise ``BackendUnavailable`` with the reason (no driver, no device) when
-        there is none; an empty list means the same without a reason.
-        """
-        ...
-
-    def create_server(self, device: int) -> ComputeServer:
-        """A server for ``devices()[device]``."""
-        ...
-
-
-@dataclass(frozen=True)
-class BackendDescriptor:
-    """What a plugin hands the core for one backend it provides.
-
-    ``runtime`` is called lazily, the first time a client of this backend is
-    created, so listing backends never touches a device driver it need not.
-    ``package`` is the import package whose source files (with the distribution's
-    version) make up the backend's half of the build id.
-    """
-
-    name: str
-    runtime: Callable[[], Runtime]
-    store_names: StoreNames
-    package: str
 
 
 class EnvironmentRecorder:
@@ -112,81 +86,106 @@ def _recorder() -> Recorder | None:
     return EnvironmentRecorder(keep) if keep or observed else None
 
 
-_clients: dict[tuple[str, int], ComputeClient] = {}
-_clients_lock = threading.Lock()
+class EnvironmentStore(ArtifactStore):
+    """The store of one backend and variant in whichever environment is current: what
+    the core hands a CompilationTarget.
 
-
-def client(backend: str | None = None, device: int | None = None) -> ComputeClient:
-    """The client for one device of one backend, created on first use and shared.
-
-    ``backend`` defaults to ``CUBECL_BACKEND`` (or ``backend`` in ``cubecl.toml``),
-    then ``"cpu"``; ``device`` to the backend's first device.
+    Switching environments (``switch_environment``) switches the database behind it,
+    as it empties the loaders; with caching turned off it finds and keeps nothing.
+    Every method is that of the current environment's store, so the parent's state
+    is not set up.
     """
-    name = backend or config().backend
-    index = 0 if device is None else device
-    with _clients_lock:
-        existing = _clients.get((name, index))
-        if existing is not None:
-            return existing
-        made = _clients[(name, index)] = create_client(name, index)
-        return made
+
+    def __init__(self, first: ArtifactStore, backend: str, variant: str,
+                 names: StoreNames) -> None:
+        # The namespaces name backend, version, variant and map: no environment.
+        self.kernels_namespace = first.kernels_namespace
+        self.sources_namespace = first.sources_namespace
+        self._where = (backend, variant, names)
+
+    def _current(self) -> ArtifactStore | None:
+        return compilation_store(*self._where)
+
+    def get(self, key: KernelCacheKey) -> Artifact | None:
+        """The artifact stored under ``key`` here; None if absent or caching is off."""
+        store = self._current()
+        return None if store is None else store.get(key)
+
+    def put(self, key: KernelCacheKey, artifact: Artifact) -> bool:
+        """Store ``artifact`` under ``key`` here; whether it was taken."""
+        store = self._current()
+        return store is not None and store.put(key, artifact)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether nothing can be stored here now (a read-only database, or caching off)."""
+        store = self._current()
+        return store is None or store.read_only
+
+    def purge(self, key: KernelCacheKey) -> None:
+        """Remove the artifact under ``key`` here."""
+        store = self._current()
+        if store is not None:
+            store.purge(key)
+
+    def source(self, source: str) -> KernelCacheKey | None:
+        """The key the sources map here names for ``source``, if any."""
+        store = self._current()
+        return None if store is None else store.source(source)
+
+    def point_source(self, source: str, key: KernelCacheKey) -> None:
+        """Make the sources map here name ``key`` for ``source``."""
+        store = self._current()
+        if store is not None:
+            store.point_source(source, key)
 
 
-def create_client(backend: str | None = None, device: int | None = None, *,
-                  compile_only: bool = False) -> ComputeClient:
-    """A new client, with its own server and loader, not shared with :func:`client`'s.
-
-    ``compile_only`` asks the backend for a server that compiles without a device
-    (``cubecl_server_compile_only_server``): its kernels go through the whole compile
-    path and the store, but it cannot hold memory or launch.
-    """
-    configure_logging()
-    name = backend or config().backend
-    index = 0 if device is None else device
-    reg = registry()
-    desc = reg.descriptor(name)
-    if compile_only:
-        server = reg.call_firstresult("cubecl_server_compile_only_server", backend=name)
-        if server is None:
-            raise BackendUnavailable(f"backend {name!r} has no compile-only mode")
-    else:
-        server = desc.runtime().create_server(index)
-    compiler = reg.call_firstresult("cubecl_server_compiler", backend=name)
-    if compiler is None:
-        raise PluginError(f"no plugin provides a Compiler for backend {name!r}")
-    artifact_compiler = reg.call_firstresult("cubecl_server_artifact_compiler", backend=name,
-                                             compiler=compiler, server=server)
-    if artifact_compiler is None:
-        raise PluginError(f"no plugin provides an ArtifactCompiler for backend {name!r}")
-    target = reg.call_firstresult("cubecl_server_compilation_target", backend=name,
-                                  server=server, store_names=desc.store_names,
-                                  variant=artifact_compiler.variant)
-    if target is None:
-        raise PluginError(f"no plugin provides a CompilationTarget for backend {name!r}")
-    loader = KernelLoader(name, artifact_compiler, target, build_id_hash(desc.package),
-                          _recorder())
-    return ComputeClient(server, MemoryManagement(server.storage), loader,
-                         config().execution_mode)
+def open_server(descriptor: BackendDescriptor, device: int, compile_only: bool) -> ComputeServer:
+    """A server of ``descriptor``'s backend: for its ``device``-th device, or, with
+    ``compile_only``, its server that compiles without one."""
+    if not compile_only:
+        return descriptor.runtime().create_server(device)
+    if descriptor.compile_only_server is None:
+        raise BackendUnavailable(f"backend {descriptor.name!r} has no compile-only mode")
+    return descriptor.compile_only_server()
 
 
-class _Collecting(EnvironmentRecorder):
-    def __init__(self, records: list[CompilationRecord]) -> None:
-        super().__init__(keep=True)
-        self.records = records
-
-    def record(self, record: CompilationRecord) -> None:
-        super().record(record)
-        self.records.append(record)
+def backend_compiler(backend: str, capabilities: Capabilities) -> Compiler:
+    """The Compiler the backend named ``backend`` lowers with on a device of
+    ``capabilities``: what its clients get, and how a backend reuses another's
+    lowering (the example backend lowers with the cpu backend's)."""
+    return _resolve("cubecl_server_compiler", registry().descriptor(backend),
+                    capabilities=capabilities)
 
 
-@contextmanager
-def recording(c: ComputeClient) -> Iterator[list[CompilationRecord]]:
-    """Record every compilation ``c`` makes inside the block, whatever the config says:
-    kept in the environment's database, broadcast, and collected in the list yielded."""
-    records: list[CompilationRecord] = []
-    before = c.loader.recorder
-    c.loader.recorder = _Collecting(records)
-    try:
-        yield records
-    finally:
-        c.loader.recorder = before
+def compilation_target(descriptor: BackendDescriptor, server: ComputeServer,
+                       variant: str) -> CompilationTarget:
+    """The CompilationTarget of ``descriptor``'s backend on ``server``, given the
+    store of ``variant`` (None when caching is off or nothing is durable here)."""
+    names = descriptor.store_names or StoreNames(f"{descriptor.name}-kernels",
+                                                 f"{descriptor.name}-sources")
+    first = compilation_store(descriptor.name, variant, names)
+    store = None if first is None else EnvironmentStore(first, descriptor.name, variant, names)
+    return _resolve("cubecl_server_compilation_target", descriptor, server=server, store=store)
+
+
+def open_loader(descriptor: BackendDescriptor, server: ComputeServer) -> KernelLoader:
+    """The kernel loader of ``server``: its backend's Compiler, ArtifactCompiler and
+    CompilationTarget, the store, the build id, and the recorder the config asks for."""
+    compiler = _resolve("cubecl_server_compiler", descriptor,
+                        capabilities=server.capabilities)
+    artifact_compiler = _resolve("cubecl_server_artifact_compiler", descriptor,
+                                 compiler=compiler, server=server)
+    target = compilation_target(descriptor, server, artifact_compiler.variant)
+    return KernelLoader(descriptor.name, artifact_compiler, target,
+                        build_id_hash(descriptor.package), _recorder())
+
+
+def _resolve(hook: str, descriptor: BackendDescriptor, **kwargs: Any) -> Any:
+    """The first answer to a compile-path hook; the descriptor's factory answers last,
+    so None means that factory returned None."""
+    part = registry().call_firstresult(hook, descriptor=descriptor, **kwargs)
+    if part is None:
+        raise PluginError(f"backend {descriptor.name!r}: {hook} gave nothing (its "
+                          "descriptor's factory returned None)")
+    return part

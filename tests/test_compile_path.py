@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from conftest import TESTS, last_json_line, run_python
 
+from cubecl_server.client import create_client, recording
 from cubecl_server.compiler import (
     Artifact,
     ArtifactId,
@@ -30,12 +31,11 @@ from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.persistence import SqliteStore, environment
-from cubecl_server.runtime import create_client, recording
 
 LAUNCH_SCALE = """
 import json, numpy as np
-from cubecl_server import CubeCount, CubeDim
-from cubecl_server.runtime import create_client, recording
+from cubecl_server.lang import CubeCount, CubeDim
+from cubecl_server.client import create_client, recording
 import kernels
 c = create_client("cpu")
 a = c.create(np.arange(1000, dtype=np.float32)); out = c.empty(1000, np.float32)
@@ -165,8 +165,8 @@ def test_cache_off_writes_nothing(cache_dir: Path) -> None:
 
 EIGHT_WRITERS = """
 import numpy as np
-from cubecl_server import CubeCount, CubeDim
-from cubecl_server.runtime import create_client
+from cubecl_server.lang import CubeCount, CubeDim
+from cubecl_server.client import create_client
 import kernels
 c = create_client("cpu")
 a = c.create(np.arange(300, dtype=np.int32)); out = c.empty(300, np.int32)

@@ -19,19 +19,20 @@ import pytest
 from cubecl_server import ir
 from cubecl_server.backends.cpu import compiler as cpu_compiler
 from cubecl_server.backends.cpu import support, validate
-from cubecl_server.backends.cpu.artifact import KIND, STORE_NAMES, CpuArtifactCompiler, CpuTarget
+from cubecl_server.backends.cpu.artifact import KIND, CpuArtifactCompiler, CpuTarget
 from cubecl_server.backends.cpu.compiler import CpuCompiler
+from cubecl_server.client import create_client, recording
 from cubecl_server.compiler import Artifact, CompilationOutcome, KernelCacheKey
 from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.conformance import kernels as ck
 from cubecl_server.errors import ArtifactRejected, CompilationError, CubeclError
 from cubecl_server.execution import ExecutionMode
-from cubecl_server.kernel import CompiledKernel, CubeCount, CubeDim, KernelFunction
-from cubecl_server.runtime import create_client, recording
+from cubecl_server.kernel import CompiledKernel, CubeCount, CubeDim
+from cubecl_server.lang import KernelFunction
 
 E = ir.Elem
 HEADER = {"entry_point": "run", "kernel": "scale"}
-TARGET = CpuTarget(STORE_NAMES, "test")
+TARGET = CpuTarget(None)
 
 
 # ---------------------------------------------------------------- the corpus

@@ -19,11 +19,11 @@ import pytest
 from cubecl_server import ir
 from cubecl_server.backends.cpu import support
 from cubecl_server.backends.cpu.compiler import PLANE_SIZE, CpuCompiler
+from cubecl_server.client import create_client
 from cubecl_server.conformance.kernels import IrKernel
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
-from cubecl_server.runtime import create_client
 
 E = ir.Elem
 B = ir.BinOp

@@ -12,12 +12,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.config import reload_config
 from cubecl_server.errors import TaintedBufferError, UnreadFailuresError
-from cubecl_server.kernel import CubeCount, CubeDim, kernel
-from cubecl_server.lang import ABSOLUTE_POS, Array, f32
-from cubecl_server.runtime import create_client
+from cubecl_server.lang import ABSOLUTE_POS, Array, CubeCount, CubeDim, f32, kernel
 
 N = 100
 ONE = CubeCount(1)

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from cubecl_server import ir
+from cubecl_server.client import create_client
 from cubecl_server.errors import KernelSyntaxError
-from cubecl_server.kernel import CubeCount, CubeDim, kernel
 from cubecl_server.lang import (
     ABSOLUTE_POS,
     CUBE_DIM,
@@ -28,6 +28,8 @@ from cubecl_server.lang import (
     UNIT_POS_PLANE,
     Array,
     Comptime,
+    CubeCount,
+    CubeDim,
     KernelOnlyError,
     TypeRef,
     atomic_add,
@@ -48,6 +50,7 @@ from cubecl_server.lang import (
     i64,
     isinf,
     isnan,
+    kernel,
     kernel_signature,
     parse_kernel,
     plane_broadcast,
@@ -60,7 +63,6 @@ from cubecl_server.lang import (
     u32,
     u64,
 )
-from cubecl_server.runtime import create_client
 
 E = ir.Elem
 C = ir.Const

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cubecl_server.client import ComputeClient
-from cubecl_server.kernel import CubeCount, CubeDim, kernel
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.lang import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
@@ -28,6 +27,8 @@ from cubecl_server.lang import (
     UNIT_POS_Y,
     Array,
     Comptime,
+    CubeCount,
+    CubeDim,
     TypeRef,
     atomic_add,
     atomic_compare_exchange,
@@ -37,6 +38,7 @@ from cubecl_server.lang import (
     exp,
     f32,
     i32,
+    kernel,
     plane_broadcast,
     plane_max,
     plane_sum,
@@ -44,7 +46,6 @@ from cubecl_server.lang import (
     sync_cube,
     u32,
 )
-from cubecl_server.runtime import create_client
 
 
 @pytest.fixture(scope="module")

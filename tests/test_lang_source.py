@@ -20,7 +20,7 @@ from cubecl_server.lang.source import load_source
 LAYOUTS = '''\
 import functools
 
-from cubecl_server.kernel import kernel
+from cubecl_server.lang import kernel
 from cubecl_server.lang import ABSOLUTE_POS, Array, f32
 
 
@@ -160,16 +160,16 @@ def test_definition_is_the_one_getsource_finds(layouts: Any, name: str) -> None:
 
 
 def test_kernel_reads_its_source_once(layouts: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cubecl_server.lang import source
+    from cubecl_server.lang import function
 
     calls: list[str] = []
-    real = source.load_source
+    real = function.load_source
 
     def counting(fn: Callable[..., Any]) -> Any:
         calls.append(fn.__name__)
         return real(fn)
 
-    monkeypatch.setattr(source, "load_source", counting)
+    monkeypatch.setattr(function, "load_source", counting)
     k = layouts.make_nested()
     k.kernel_id({})
     assert k.signature.params[0].name == "x"

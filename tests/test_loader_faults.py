@@ -9,10 +9,10 @@ import kernels
 import numpy as np
 import pytest
 
+from cubecl_server.client import create_client, recording
 from cubecl_server.compiler import ArtifactStore, CompilationOutcome, KernelCacheKey
 from cubecl_server.errors import ArtifactRejected, CompilationError
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.runtime import create_client, recording
 
 DIM = CubeDim(64)
 

@@ -9,8 +9,8 @@ from cubecl_server.logging import configure_logging
 
 LAUNCH = """
 import numpy as np
-from cubecl_server import CubeCount, CubeDim
-from cubecl_server.runtime import create_client
+from cubecl_server.lang import CubeCount, CubeDim
+from cubecl_server.client import create_client
 import kernels
 c = create_client("cpu")
 a = c.create(np.ones(10, np.float32)); out = c.empty(10, np.float32)

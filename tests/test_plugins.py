@@ -8,7 +8,6 @@ on ``PYTHONPATH``: discovery happens once per process, as it does for a user.
 
 from __future__ import annotations
 
-import ast
 import inspect
 import json
 import os
@@ -50,6 +49,8 @@ TYPO = Fixture("cubecl_fixture_typo", "cubecl-fixture-typo", "0.4")
 REENTRANT = Fixture("cubecl_fixture_reentrant", "cubecl-fixture-reentrant", "0.5")
 OBSERVER = Fixture("cubecl_fixture_observer", "cubecl-fixture-observer", "0.6")
 RAISING = Fixture("cubecl_fixture_raising", "cubecl-fixture-raising", "0.7")
+RIVAL = Fixture("cubecl_fixture_rival", "cubecl-fixture-rival", "0.9")
+BADFACTORY = Fixture("cubecl_fixture_badfactory", "cubecl-fixture-badfactory", "0.8")
 
 STANDARD = {"good": GOOD, "importfail": IMPORTFAIL, "registerfail": REGISTERFAIL}
 
@@ -118,6 +119,7 @@ def test_listing_reports_ok_unavailable_and_broken(tmp_path: Path) -> None:
     assert rows["fixture"] == {
         "name": "fixture", "distribution": "cubecl-fixture-good", "version": "1.2.3",
         "status": "ok", "reason": "", "devices": ["fixture:0 Fixture Device"],
+        "selected": False,
     }
     assert rows["fixture_nodev"]["status"] == "unavailable"
     assert rows["fixture_nodev"]["reason"] == "no device here"
@@ -219,12 +221,17 @@ def test_reset_registry_discovers_again_with_the_environment_then(tmp_path: Path
 
 COMPILER_PROVIDERS = """
     import json
+    from cubecl_server.backend import Capabilities
     from cubecl_server.plugins import registry
     reg = registry()
+    caps = Capabilities(f64=True, f16=True)
     result = {}
     for backend in ("fixture", "cpu"):
-        first = reg.call_firstresult("cubecl_server_compiler", backend=backend)
-        through_pluggy = reg.hook.cubecl_server_compiler(backend=backend)
+        descriptor = reg.descriptor(backend)
+        first = reg.call_firstresult("cubecl_server_compiler", descriptor=descriptor,
+                                     capabilities=caps)
+        through_pluggy = reg.hook.cubecl_server_compiler(descriptor=descriptor,
+                                                         capabilities=caps)
         impls = reg.hook.cubecl_server_compiler.get_hookimpls()
         result[backend] = {
             "first": type(first).__module__,
@@ -236,39 +243,59 @@ COMPILER_PROVIDERS = """
 
 
 @pytest.mark.parametrize(("override_name", "winner"), [
-    ("aaa_override", "cubecl_fixture_override"),
-    ("zzz_override", "cubecl_fixture_good"),
+    ("a_override", "cubecl_fixture_override"),
+    ("c_override", "cubecl_fixture_rival"),
 ])
 def test_external_plugins_take_precedence_in_entry_point_name_order(
         tmp_path: Path, override_name: str, winner: str) -> None:
-    result = run_script(make_site(tmp_path, {"good": GOOD, override_name: OVERRIDE}),
-                        COMPILER_PROVIDERS)
+    site = make_site(tmp_path, {"good": GOOD, "b_rival": RIVAL, override_name: OVERRIDE})
+    result = run_script(site, COMPILER_PROVIDERS)
     assert result["fixture"]["first"] == winner
     assert result["fixture"]["pluggy"] == winner
 
 
+@pytest.mark.parametrize("override_name", ["aaa_override", "zzz_override"])
+def test_a_plugin_answering_for_a_backend_replaces_its_owners_part(
+        tmp_path: Path, override_name: str) -> None:
+    result = run_script(make_site(tmp_path, {"good": GOOD, override_name: OVERRIDE}),
+                        COMPILER_PROVIDERS)
+    assert result["fixture"]["first"] == result["fixture"]["pluggy"] == \
+        "cubecl_fixture_override"
+    assert result["fixture"]["order"][-1] == "cubecl_server.plugins.owner"
+
+    # alone, the owner's descriptor answers
+    result = run_script(make_site(tmp_path / "alone", {"good": GOOD}), COMPILER_PROVIDERS)
+    assert result["fixture"]["first"] == "cubecl_fixture_good"
+
+
 def test_external_plugins_take_precedence_over_the_built_in_ones(tmp_path: Path) -> None:
-    result = run_script(make_site(tmp_path, {"zzz_override": OVERRIDE}), COMPILER_PROVIDERS)
+    result = run_script(make_site(tmp_path, {"good": GOOD, "zzz_override": OVERRIDE}),
+                        COMPILER_PROVIDERS)
     cpu = result["cpu"]
-    assert cpu["order"] == ["zzz_override", "cubecl_server.backends.cpu.plugin"]
+    assert cpu["order"] == ["zzz_override", "cubecl_server.plugins.owner"]
     assert cpu["first"] == cpu["pluggy"] == "cubecl_fixture_override"
 
-    # without the override, the built-in answers for itself
-    result = run_script(make_site(tmp_path / "alone", {}), COMPILER_PROVIDERS)
+    # without the override, the built-in's descriptor answers for it
+    result = run_script(make_site(tmp_path / "alone", {"good": GOOD}), COMPILER_PROVIDERS)
     assert result["cpu"]["first"] == "cubecl_server.backends.cpu.compiler"
 
 
 def test_a_plugin_failing_in_a_firstresult_hook_is_named_and_set_apart(tmp_path: Path) -> None:
     result = run_script(make_site(tmp_path, {"override": OVERRIDE}), """
         import json
+        from cubecl_server.backend import BackendDescriptor, Capabilities
         from cubecl_server.plugins import registry
         reg = registry()
-        answer = reg.call_firstresult("cubecl_server_compiler", backend="explode")
-        print(json.dumps([repr(answer), [(b.name, b.error) for b in reg.broken()],
+        explode = BackendDescriptor(name="explode", package="json", runtime=list,
+                                    compiler=lambda capabilities: "its own",
+                                    artifact_compiler=print, target=print)
+        answer = reg.call_firstresult("cubecl_server_compiler", descriptor=explode,
+                                      capabilities=Capabilities(f64=False, f16=False))
+        print(json.dumps([answer, [(b.name, b.error) for b in reg.broken()],
                           reg.broken()[0].traceback]))
     """)
     answer, broken, trace = result
-    assert answer == "None"
+    assert answer == "its own"
     assert broken == [["override", "PluginError: failed in cubecl_server_compiler: "
                                    "ValueError: boom"]]
     assert "cubecl_fixture_override.py" in trace
@@ -278,13 +305,13 @@ RAISING_CLIENTS = """
     import json
     import numpy as np
     import kernels
-    from cubecl_server import CubeCount, CubeDim
-    from cubecl_server.plugins import registry
-    from cubecl_server.runtime import create_client
+    from cubecl_server.backend import backend_compiler
+    from cubecl_server.client import create_client
+    from cubecl_server.lang import CubeCount, CubeDim
     c = create_client("cpu")
     a, out = c.create(np.arange(5, dtype=np.float32)), c.empty(5, np.float32)
     kernels.scale.launch(c, CubeCount(1), CubeDim(8), a, out, 2.0)
-    fixture = registry().call_firstresult("cubecl_server_compiler", backend="fixture")
+    fixture = backend_compiler("fixture", c.capabilities)
     print(json.dumps({"cpu": c.read(out).tolist(), "fixture": type(fixture).__name__}))
 """
 
@@ -304,7 +331,7 @@ def test_a_plugin_whose_compiler_hook_raises_takes_no_backend_down(tmp_path: Pat
 
 def test_a_raising_hook_is_an_error_with_its_traceback_when_strict(tmp_path: Path) -> None:
     done = run_python(make_site(tmp_path, {"raising": RAISING}),
-                      ["-c", "from cubecl_server.runtime import create_client; "
+                      ["-c", "from cubecl_server.client import create_client; "
                              "create_client('cpu')"],
                       {"CUBECL_STRICT_PLUGINS": "1"})
     assert done.returncode == 1
@@ -340,8 +367,8 @@ def test_a_plugin_looking_up_plugins_at_import_is_broken_not_deadlocked(tmp_path
 OBSERVED_LAUNCH = """
 import json, numpy as np
 import cubecl_fixture_observer, kernels
-from cubecl_server import CubeCount, CubeDim
-from cubecl_server.runtime import create_client
+from cubecl_server.lang import CubeCount, CubeDim
+from cubecl_server.client import create_client
 c = create_client("cpu")
 a, out = c.create(np.ones(4, np.float32)), c.empty(4, np.float32)
 kernels.scale.launch(c, CubeCount(1), CubeDim(4), a, out, 3.0)
@@ -381,46 +408,38 @@ def test_cli_without_a_command_prints_help() -> None:
     assert main([]) == 2
 
 
-def _documented_specs() -> dict[str, tuple[bool, list[tuple[str, str]], str]]:
-    """Each hookspec in docs/hooks.md: firstresult, (parameter, annotation)s, return."""
-    found = {}
-    for block in re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.DOTALL):
-        for node in ast.parse(block).body:
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            decorators = [d for d in node.decorator_list
-                          if ast.unparse(d).startswith("hookspec")]
-            if not decorators:
-                continue
-            first = any(isinstance(d, ast.Call) and any(
-                k.arg == "firstresult" and ast.literal_eval(k.value) for k in d.keywords)
-                for d in decorators)
-            params = [(a.arg, ast.unparse(a.annotation) if a.annotation else "")
-                      for a in node.args.args]
-            found[node.name] = (first, params, ast.unparse(node.returns) if node.returns else "")
-    return found
+def test_docs_show_every_hookspec_as_declared() -> None:
+    """docs/hooks.md shows each hook as hookspecs.py declares it - decorator, signature
+    and docstring, verbatim - and no other: the docstrings are the one text."""
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.DOTALL)
+    specs = {name: inspect.getsource(func)
+             for name, func in inspect.getmembers(hookspecs, inspect.isfunction)
+             if getattr(func, f"{hookspecs.PROJECT}_spec", None) is not None}
+    assert len(specs) == 6
+    for name, source in specs.items():
+        assert source in blocks, (f"docs/hooks.md does not show {name} as "
+                                  "cubecl_server/plugins/hookspecs.py declares it: copy "
+                                  "its definition (decorator, signature, docstring) there")
+    shown = [b for b in blocks if b.startswith("@hookspec")]
+    assert len(shown) == len(specs), "docs/hooks.md shows a hook that is not declared"
 
 
-def _declared_specs() -> dict[str, tuple[bool, list[tuple[str, str]], str]]:
-    """Each hookspec in cubecl_server.plugins.hookspecs, in the same form."""
-    def norm(annotation: object) -> str:
-        # hookspecs.py uses postponed annotations: each is its source text
-        return "" if annotation is inspect.Parameter.empty else ast.unparse(
-            ast.parse(str(annotation), mode="eval"))
-
-    found = {}
-    for name, func in inspect.getmembers(hookspecs, inspect.isfunction):
-        opts = getattr(func, f"{hookspecs.PROJECT}_spec", None)
-        if opts is None:
-            continue
-        sig = inspect.signature(func)
-        found[name] = (bool(opts.get("firstresult")),
-                       [(p.name, norm(p.annotation)) for p in sig.parameters.values()],
-                       norm(sig.return_annotation))
-    return found
-
-
-def test_documented_hook_signatures_match_the_hookspecs() -> None:
-    declared = _declared_specs()
-    assert len(declared) == 7
-    assert _documented_specs() == declared
+def test_a_descriptor_factory_that_raises_sets_its_plugin_apart(tmp_path: Path) -> None:
+    site = make_site(tmp_path, {"good": GOOD, "badfactory": BADFACTORY})
+    rows = list_backends(site)
+    assert rows["fixture"]["status"] == "ok"
+    assert rows["badfactory"]["status"] == "broken"
+    assert rows["badfactory"]["error"] == (
+        "PluginError: failed in cubecl_server_compiler: RuntimeError: factory exploded")
+    message = run_script(site, """
+        import json
+        from cubecl_server.backend import Capabilities, backend_compiler
+        from cubecl_server.errors import PluginError
+        try:
+            backend_compiler("badfactory", Capabilities(f64=False, f16=False))
+        except PluginError as exc:
+            print(json.dumps(str(exc)))
+    """)
+    assert message == ("backend 'badfactory' failed in cubecl_server_compiler: RuntimeError: "
+                       "factory exploded; plugin 'badfactory' (cubecl-fixture-badfactory "
+                       "0.8) is set apart")

@@ -53,8 +53,8 @@ OTHER_UID = 65534  # nobody
 
 LAUNCH_TWO_KERNELS = """
 import json, numpy as np
-from cubecl_server import CubeCount, CubeDim
-from cubecl_server.runtime import create_client, recording
+from cubecl_server.lang import CubeCount, CubeDim
+from cubecl_server.client import create_client, recording
 import kernels
 c = create_client("cpu")
 a = c.create(np.arange(8, dtype=np.int32)); out = c.empty(8, np.int32)

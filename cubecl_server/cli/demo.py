@@ -6,7 +6,9 @@ import argparse
 import sys
 
 from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.config import config
 from cubecl_server.errors import CubeclError
+from cubecl_server.plugins import registry
 
 __all__ = ["add_demo_command", "run_demo_command"]
 
@@ -19,7 +21,8 @@ def add_demo_command(subparsers: Subparsers) -> None:
                     "a backend, with fresh random data, and check each against NumPy. "
                     "Exits 1 if any result is wrong.")
     parser.add_argument("--backend", help="backend name (default: CUBECL_BACKEND or cpu)")
-    parser.add_argument("--device", type=int, help="device index (default: 0)")
+    parser.add_argument("--device", type=int,
+                        help="device index, as `cubecl-server backends` lists them (default: 0)")
     parser.add_argument("--seed", type=int, help="random seed (default: fresh)")
     parser.set_defaults(func=run_demo_command)
 
@@ -27,10 +30,15 @@ def add_demo_command(subparsers: Subparsers) -> None:
 def run_demo_command(args: argparse.Namespace) -> int:
     """Run the demo and print its table."""
     # Imported here: the demo module defines kernels, which only this command needs.
+    from cubecl_server import client
     from cubecl_server.demo import run_demo
-    from cubecl_server.runtime import client
 
     try:
+        missing = None if args.device is None else _missing_device(
+            args.backend or config().backend, args.device)
+        if missing is not None:
+            print(f"error: {missing}", file=sys.stderr)
+            return 1
         c = client(args.backend, args.device)
         print(f"backend {c.backend}, device {c.device}")
         results = run_demo(c, args.seed)
@@ -42,3 +50,13 @@ def run_demo_command(args: argparse.Namespace) -> int:
                   f"{r.max_error:.2e}", "ok" if r.ok else f"WRONG (tolerance {r.tolerance:g})")
                  for r in results])
     return 0 if all(r.ok for r in results) else 1
+
+
+def _missing_device(backend: str, index: int) -> str | None:
+    """What is wrong with ``--device index`` on ``backend``, naming the devices it has;
+    None when it has that device."""
+    devices = registry().descriptor(backend).runtime().devices()
+    if 0 <= index < len(devices):
+        return None
+    there = ", ".join(str(d) for d in devices) or "none"
+    return f"backend {backend!r} has no device {index}; its devices: {there}"

@@ -6,8 +6,8 @@ in-memory ``KernelLoader`` in front of them, and what the environment records of
 compilation. ``Compiler`` is the contract both halves share.
 """
 
+from cubecl_server.compiler.artifact import Artifact
 from cubecl_server.compiler.contracts import (
-    Artifact,
     ArtifactCompiler,
     ArtifactOf,
     CompilationTarget,

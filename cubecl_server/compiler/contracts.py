@@ -7,13 +7,12 @@ a third-party plugin replace one half of an existing backend (docs/hooks.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from cubecl_server.compiler.artifact import Artifact
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.ir import Kernel
 from cubecl_server.kernel import CompiledKernel, CubeDim
-from cubecl_server.persistence.codec import HeaderValue
 
 if TYPE_CHECKING:
     from cubecl_server.compiler.record import CompilationRecording
@@ -23,19 +22,6 @@ __all__ = [
     "Artifact", "ArtifactOf", "VariantOf", "Compiler", "ArtifactCompiler",
     "CompilationTarget",
 ]
-
-@dataclass(frozen=True)
-class Artifact:
-    """What a device loads: the finalized bytes and a small JSON-typed header.
-
-    ``kind`` names the format (``"py-code"``, ``"cl-binary"``, ``"spirv"``...);
-    ``header`` carries what load needs besides the bytes (entry point, binding
-    layout). This is all the store keeps: no pickle, no live objects.
-    """
-
-    kind: str
-    payload: bytes
-    header: dict[str, HeaderValue] = field(default_factory=dict)
 
 
 ArtifactOf = TypeVar("ArtifactOf", bound=Artifact, covariant=True)
@@ -57,7 +43,9 @@ class Compiler(Protocol):
     def compile(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode) -> CompiledKernel:
         """Lower one kernel for a cube dim and an execution mode.
 
-        Raise ``CompilationError`` for an operation the backend cannot express.
+        The kernel has passed the core's IR checker (``ir_check``): malformed IR
+        never reaches a Compiler. Raise ``CompilationError`` for an operation the
+        backend cannot express.
         """
         ...
 
@@ -78,7 +66,9 @@ class ArtifactCompiler(Protocol, Generic[ArtifactOf, VariantOf]):
 
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
-        """Run the Compiler; usually ``compiler.compile(...)`` inside a recorded stage."""
+        """Run the Compiler, and refuse what the device cannot run; the loader times
+        it as the stage ``lower`` (``recording.add`` records stages of the backend's
+        own)."""
         ...
 
     def source(self, compiled: CompiledKernel) -> bytes | None:
@@ -90,7 +80,8 @@ class ArtifactCompiler(Protocol, Generic[ArtifactOf, VariantOf]):
         ...
 
     def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> ArtifactOf:
-        """Turn lowered source into the artifact (OpenCL build, glslang, NVRTC...).
+        """Turn lowered source into the artifact (OpenCL build, glslang, NVRTC...);
+        the loader times it as the stage ``finalize``.
 
         Raise ``CompilationError`` carrying the backend's log when it fails.
         """
@@ -103,7 +94,8 @@ class CompilationTarget(Protocol):
 
     @property
     def store(self) -> ArtifactStore | None:
-        """Where this device's artifacts persist, or None when caching is off."""
+        """Where this device's artifacts persist, or None when caching is off: the
+        store the core opened and handed to the target's factory."""
         ...
 
     def load(self, artifact: Artifact) -> Any:

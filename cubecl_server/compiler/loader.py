@@ -180,7 +180,8 @@ class KernelLoader:
         ac = self.artifact_compiler
         kernel = trip.id.kernel
         check_kernel(kernel.ir, self.backend)
-        compiled = ac.lower(kernel.ir, trip.id.cube_dim, trip.id.mode, rec)
+        with rec.stage("lower"):
+            compiled = ac.lower(kernel.ir, trip.id.cube_dim, trip.id.mode, rec)
         src = ac.source(compiled)
         trip.source = None if src is None else source_key(src)
         if store is not None and use_store and trip.source is not None:
@@ -197,7 +198,8 @@ class KernelLoader:
                 trip.artifact, trip.outcome = artifact, CompilationOutcome.REKEYED
                 trip.rekeyed_from = earlier
                 return
-        artifact = ac.finalize(compiled, rec)
+        with rec.stage("finalize"):
+            artifact = ac.finalize(compiled, rec)
         with rec.stage("store-write"):
             trip.stored = store_compiled(store, trip.key, artifact, trip.source)
         trip.artifact, trip.outcome = artifact, CompilationOutcome.COMPILED

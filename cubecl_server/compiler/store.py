@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cubecl_server import __version__
-from cubecl_server.compiler.contracts import Artifact
+from cubecl_server.compiler.artifact import Artifact
 from cubecl_server.compiler.key import KernelCacheKey
 from cubecl_server.config import config
 from cubecl_server.errors import StoreError

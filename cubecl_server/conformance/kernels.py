@@ -18,7 +18,6 @@ from typing import Any
 from cubecl_server import ir
 from cubecl_server import lang as cl
 from cubecl_server.id import KernelId
-from cubecl_server.kernel import CubeCount, CubeDim, KernelFunction, kernel
 from cubecl_server.lang import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
@@ -42,10 +41,14 @@ from cubecl_server.lang import (
     UNIT_POS_Z,
     Array,
     Comptime,
+    CubeCount,
+    CubeDim,
+    KernelFunction,
     ScalarType,
     bool_,
     f32,
     i32,
+    kernel,
     select,
     u32,
 )
@@ -57,7 +60,7 @@ __all__ = [
     "saxpy", "transpose", "reduce_sum", "matmul", "histogram", "softmax", "scan",
     "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
     "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
-    "KERNEL_SET", "scalar", "short_circuit",
+    "KERNEL_SET", "scalar", "short_circuit", "weak_tree_sum", "weak_tiled_matmul",
 ]
 
 
@@ -678,6 +681,58 @@ def short_circuit(a: Array[i32], both: Array[i32], either: Array[i32], n: u32) -
         either[i] = i32(i >= n or a[n - 1 - i] > 0)
 
 
+# ---------------------------------------------------------------- weak integers
+
+
+@kernel
+def weak_tree_sum(a: Array[i32], partial: Array[i32], *, BLOCK: Comptime[int]) -> None:
+    """Each cube sums its BLOCK elements, written with no cast: ``stride`` is assigned
+    only comptime values, so it takes u32 where it meets ``t`` (UNIT_POS), and ``v``
+    takes i32 from the element assigned to it."""
+    s = cl.shared(i32, BLOCK)
+    t = UNIT_POS
+    v = 0
+    if ABSOLUTE_POS < len(a):
+        v = a[ABSOLUTE_POS]
+    s[t] = v
+    cl.sync_cube()
+    stride = BLOCK // 2
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        cl.sync_cube()
+        stride = stride // 2
+    if t == 0:
+        partial[CUBE_POS] = s[0]
+
+
+@kernel
+def weak_tiled_matmul(a: Array[f32], b: Array[f32], c: Array[f32], m: u32, n: u32, k: u32,
+                      *, TILE: Comptime[int]) -> None:
+    """c (m x n) = a (m x k) @ b (k x n) in TILE x TILE tiles, written with no cast:
+    ``e`` counts over a comptime bound, so it takes u32 where it meets ``ty * TILE``."""
+    ta = cl.shared(f32, TILE * TILE)
+    tb = cl.shared(f32, TILE * TILE)
+    ty = UNIT_POS_Y
+    tx = UNIT_POS_X
+    row = CUBE_POS_Y * TILE + ty
+    col = CUBE_POS_X * TILE + tx
+    acc = 0.0
+    for t in range((k + TILE - 1) // TILE):
+        ta[ty * TILE + tx] = 0.0
+        if row < m and t * TILE + tx < k:
+            ta[ty * TILE + tx] = a[row * k + t * TILE + tx]
+        tb[ty * TILE + tx] = 0.0
+        if t * TILE + ty < k and col < n:
+            tb[ty * TILE + tx] = b[(t * TILE + ty) * n + col]
+        cl.sync_cube()
+        for e in range(TILE):
+            acc += ta[ty * TILE + e] * tb[e * TILE + tx]
+        cl.sync_cube()
+    if row < m and col < n:
+        c[row * n + col] = acc
+
+
 # ---------------------------------------------------------------- bad input
 
 
@@ -714,7 +769,8 @@ class IrKernel:
         self._id = KernelId.of(k)
 
     def kernel_id(self, comptime: dict[str, Any]) -> KernelId:
-        """The kernel's id (it has no comptime parameters)."""
+        """The kernel's id; ``TypeError`` for any comptime value (it has none)."""
+        self.signature.bind_comptime(comptime)
         return self._id
 
     def launch(self, client: Any, cube_count: CubeCount, cube_dim: CubeDim,
@@ -746,6 +802,8 @@ KERNEL_SET: dict[str, tuple[Callable[[], KernelFunction], dict[str, Any], CubeDi
     "control_flow": (lambda: control_flow, {}, CubeDim(64)),
     "builtins": (lambda: builtins, {}, CubeDim(4, 2, 2)),
     "short_circuit": (lambda: short_circuit, {}, CubeDim(64)),
+    "weak_tree_sum": (lambda: weak_tree_sum, {"BLOCK": 64}, CubeDim(64)),
+    "weak_tiled_matmul": (lambda: weak_tiled_matmul, {"TILE": 8}, CubeDim(8, 8)),
 }
 """Every kernel of the set by name: how to get it, its comptime values, its cube dim
 (what the compile-only tests lower and finalize)."""

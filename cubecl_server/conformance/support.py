@@ -117,7 +117,7 @@ def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 300
 LAUNCH_AND_RECORD = """
 import json, numpy as np
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.runtime import create_client, recording
+from cubecl_server.client import create_client, recording
 from cubecl_server.conformance import kernels
 c = create_client({backend!r}, {device!r})
 n = 1000

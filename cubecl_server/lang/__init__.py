@@ -16,9 +16,11 @@ are documented in :mod:`cubecl_server.lang.frontend` and in ``docs/language.md``
 which code counts as uniform (for barriers) in :mod:`cubecl_server.lang.uniformity`.
 """
 
-from cubecl_server.kernel import CubeCount, CubeDim, KernelFunction, kernel
+from cubecl_server.kernel import CubeCount, CubeDim
 
 from .frontend import parse_kernel
+from .function import KernelFunction, kernel
+from .generated import source_of
 from .signature import ComptimeValue, KernelSignature, kernel_signature
 from .types import (
     ABSOLUTE_POS,
@@ -99,7 +101,7 @@ from .types import (
 )
 
 __all__ = [
-    "kernel", "KernelFunction", "CubeCount", "CubeDim",
+    "kernel", "KernelFunction", "CubeCount", "CubeDim", "source_of",
     "parse_kernel", "kernel_signature", "KernelSignature", "ComptimeValue",
     "KernelOnlyError", "ScalarType", "ArrayType", "ComptimeType", "BuiltinVar",
     "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic", "CubeFn", "TypeRef",

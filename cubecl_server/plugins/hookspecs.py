@@ -1,13 +1,14 @@
-"""The hooks a cubecl-server plugin implements, and the markers to implement them.
+"""The hooks of cubecl-server, and the markers to implement them.
 
 A plugin is a module (or any object) whose functions are decorated with
-``@cubecl_server.hookimpl`` and named after the specifications below. The core
-registers its own ``cpu`` backend through these same hooks. ``docs/hooks.md``
-documents each one with its exact signature; a test keeps the two in step.
+``@hookimpl`` (:mod:`cubecl_server.backend`) and named after the specifications
+below. The owner of a backend implements one: ``cubecl_server_register_backends``,
+whose descriptors carry the backend's factories; the core answers the three
+compile-path hooks from them. A plugin implements a compile-path hook only to
+replace part of another plugin's backend.
 
-Precedence of ``firstresult`` hooks: external plugins before built-in ones, and
-among external plugins in order of entry-point name; the first implementation that
-returns something other than None wins.
+The docstrings here are the one text of each hook: ``docs/hooks.md`` shows them as
+they are, and ``tests/test_plugins.py`` fails when the two differ.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import pluggy
 if TYPE_CHECKING:
     from cubecl_server.compiler.contracts import ArtifactCompiler, CompilationTarget, Compiler
     from cubecl_server.compiler.record import CompilationBatchRecord, CompilationRecord
-    from cubecl_server.compiler.store import StoreNames
-    from cubecl_server.runtime import BackendDescriptor
+    from cubecl_server.compiler.store import ArtifactStore
+    from cubecl_server.device import Capabilities
+    from cubecl_server.plugins.descriptor import BackendDescriptor
     from cubecl_server.server import ComputeServer
 
 __all__ = [
     "PROJECT", "hookspec", "hookimpl",
-    "cubecl_server_compile_only_server",
     "cubecl_server_register_backends", "cubecl_server_compiler",
     "cubecl_server_artifact_compiler", "cubecl_server_compilation_target",
     "cubecl_server_compilation_record", "cubecl_server_compilation_batch_record",
@@ -45,60 +46,63 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
     """Hand the core the descriptor of every backend this plugin provides.
 
+    The one hook the owner of a backend implements: its ``BackendDescriptor``
+    carries the factories of the backend's parts (runtime, Compiler,
+    ArtifactCompiler, CompilationTarget), which the core calls where the
+    compile-path hooks below are not answered by another plugin.
+
     Called once per process, at plugin discovery (the first backend lookup), for
-    each plugin on its own. Return a list of ``BackendDescriptor`` (possibly empty).
-    If it raises, the plugin is listed as broken and none of its hooks is used.
-    A backend name another plugin already provided (earlier in precedence) is
-    dropped and reported as broken; the plugin's other backends still count.
+    each plugin on its own, in precedence order. Return a list of
+    ``BackendDescriptor`` (possibly empty). If it raises, or returns anything else,
+    the plugin is listed as broken and none of its hooks is used. A backend name a
+    plugin earlier in precedence already provided is dropped and reported as broken
+    (``backend 'x' already provided by plugin ...``); the plugin's other backends
+    still count. No factory is called here.
     """
 
 
 @hookspec(firstresult=True)
-def cubecl_server_compiler(backend: str) -> Compiler | None:
-    """The ``Compiler`` (IR to the backend's source) for the backend named ``backend``.
+def cubecl_server_compiler(
+    descriptor: BackendDescriptor, capabilities: Capabilities
+) -> Compiler | None:
+    """The ``Compiler`` (IR to the backend's own source) of ``descriptor``'s backend.
 
-    Called when the core needs that backend's Compiler, before it asks for the
-    ArtifactCompiler. Return None when the backend is not yours; the first non-None
-    result in precedence order is used.
+    Called when a client of the backend is created, with the capabilities of its
+    device, before the ArtifactCompiler is asked for; ``cubecl-server backends``
+    also asks once per backend, with ``device_present=False`` capabilities, so that
+    a plugin that breaks here is listed as broken without a device. Return a
+    Compiler to replace the owner's, or None to leave it to the next plugin; the
+    core answers last, with ``descriptor.compiler(capabilities)``.
     """
 
 
 @hookspec(firstresult=True)
 def cubecl_server_artifact_compiler(
-    backend: str, compiler: Compiler, server: ComputeServer
+    descriptor: BackendDescriptor, compiler: Compiler, server: ComputeServer
 ) -> ArtifactCompiler | None:
-    """The ``ArtifactCompiler`` (lower, source, finalize) for ``backend`` on ``server``.
+    """The ``ArtifactCompiler`` (lower, source, finalize; any thread) of
+    ``descriptor``'s backend on ``server``.
 
-    Called once per server, when its kernel loader is created. ``compiler`` is the
-    Compiler the ``cubecl_server_compiler`` hook resolved for this backend, so a
-    plugin replacing this half can reuse it. Return None when the backend is not
-    yours.
+    Called once per server, when its client is created. ``compiler`` is what
+    ``cubecl_server_compiler`` resolved, so a replacement of this half can reuse
+    the owner's Compiler. Return an ArtifactCompiler, or None to leave it to the
+    next plugin; the core answers last, with
+    ``descriptor.artifact_compiler(compiler, server)``.
     """
 
 
 @hookspec(firstresult=True)
 def cubecl_server_compilation_target(
-    backend: str, server: ComputeServer, store_names: StoreNames, variant: str
+    descriptor: BackendDescriptor, server: ComputeServer, store: ArtifactStore | None
 ) -> CompilationTarget | None:
-    """The ``CompilationTarget`` (store and load) for ``backend`` on ``server``.
+    """The ``CompilationTarget`` (the store, and load on the server's context) of
+    ``descriptor``'s backend on ``server``.
 
-    Called once per server, after the ArtifactCompiler is resolved; ``variant`` is
-    that ArtifactCompiler's variant and ``store_names`` the backend descriptor's,
-    which together name the store the target should open. Return None when the
-    backend is not yours.
-    """
-
-
-@hookspec(firstresult=True)
-def cubecl_server_compile_only_server(backend: str) -> ComputeServer | None:
-    """A server for ``backend`` that compiles without a device, or None.
-
-    Called by ``create_client(backend, compile_only=True)`` - what the conformance
-    suite does when the backend's runtime has no device here (CUDA on a machine
-    without a GPU). The server declares ``Capabilities(device_present=False)``;
-    memory and launches may refuse with ``BackendUnavailable``, and everything up to
-    finalize (the store included) runs as on a real device of the server's
-    variant. Return None when the backend is not yours or has no such mode.
+    Called once per server, after the ArtifactCompiler. ``store`` is the one the
+    core opened for the backend and that ArtifactCompiler's variant (None when
+    caching is off or nothing is durable); a target normally keeps it as its
+    ``store``. Return a CompilationTarget, or None to leave it to the next plugin;
+    the core answers last, with ``descriptor.target(server, store)``.
     """
 
 
@@ -106,9 +110,10 @@ def cubecl_server_compile_only_server(backend: str) -> ComputeServer | None:
 def cubecl_server_compilation_record(record: CompilationRecord) -> None:
     """Observe what was kept of one kernel's trip through the compile path.
 
-    Called for every plugin, each time a compilation recording closes (one miss
-    compiled, loaded from the store or rekeyed). The return value is ignored; an
-    exception is logged as a warning and does not fail the launch.
+    Called for every plugin, each time a compilation recording closes (one kernel
+    compiled, loaded from the store or rekeyed: its stages and timings). The
+    return value is ignored; an exception is logged as a warning naming the hook
+    and does not fail the launch.
     """
 
 
@@ -118,5 +123,5 @@ def cubecl_server_compilation_batch_record(record: CompilationBatchRecord) -> No
 
     Called for every plugin, after the ``cubecl_server_compilation_record`` calls of
     the batch's kernels. The return value is ignored; an exception is logged as a
-    warning and does not fail the launch.
+    warning naming the hook and does not fail the launch.
     """

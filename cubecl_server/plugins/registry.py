@@ -9,11 +9,13 @@ others work as if it were not installed.
 
 Precedence (for ``firstresult`` hooks and for a backend name two plugins provide):
 external plugins before built-in ones, and among external plugins in order of
-entry-point name. It is realised as pluggy's own call order (built-ins are
-registered first, external plugins in reverse name order, and pluggy calls the
-last registered first), so ``registry().hook.<name>(...)`` and
-``call_firstresult`` agree. A ``tryfirst``/``trylast`` hookimpl option moves that
-implementation as pluggy documents.
+entry-point name; last, the core's answers from each backend's descriptor
+(:mod:`cubecl_server.plugins.owner`). It is realised as pluggy's own call order
+(the core's answers are registered first and ``trylast``, then the built-ins, then
+external plugins in reverse name order, and pluggy calls the last registered
+first), so ``registry().hook.<name>(...)`` and ``call_firstresult`` agree. A
+``tryfirst``/``trylast`` hookimpl option moves that implementation as pluggy
+documents.
 """
 
 from __future__ import annotations
@@ -25,20 +27,19 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import pluggy
 
 import cubecl_server
+from cubecl_server.device import Capabilities
 from cubecl_server.errors import BackendNotFound, BackendUnavailable, PluginError
 from cubecl_server.logging import logger
-from cubecl_server.plugins import hookspecs
-
-if TYPE_CHECKING:
-    from cubecl_server.runtime import BackendDescriptor
+from cubecl_server.plugins import hookspecs, owner
+from cubecl_server.plugins.descriptor import BackendDescriptor
 
 __all__ = [
-    "BUILTIN_PLUGINS", "ENV_ALLOW", "ENV_BLOCK", "ENV_STRICT",
+    "BUILTIN_PLUGINS", "ENV_ALLOW", "ENV_BLOCK", "ENV_STRICT", "OWNER_PLUGIN",
     "BackendStatus", "BrokenPlugin", "PluginRegistry", "registry", "reset_registry",
 ]
 
@@ -56,7 +57,13 @@ ENV_BLOCK = "CUBECL_DISABLE_PLUGINS"
 ENV_STRICT = "CUBECL_STRICT_PLUGINS"
 """When true (``1``, ``true``, ``yes``, ``on``), a broken plugin fails discovery."""
 
+OWNER_PLUGIN = "cubecl_server.plugins.owner"
+"""The name the core's answers from backend descriptors are registered under."""
+
 _BUILTIN_DISTRIBUTION = "cubecl-server"
+
+_PROBE = Capabilities(f64=False, f16=False, device_present=False)
+"""The capabilities ``backends()`` asks each backend's Compiler with, having no device."""
 
 
 @dataclass(frozen=True)
@@ -162,12 +169,20 @@ class PluginRegistry:
         """
         found = self._discovered()
         for name in sorted(found.descriptors):
+            entry = found.descriptors.get(name)
+            if entry is None:  # its plugin was set apart by an earlier backend's probe
+                continue
             # A plugin that breaks in the compile path is found out here, without a
             # device, rather than by the first user of some backend.
             try:
-                self.call_firstresult("cubecl_server_compiler", backend=name)
+                self.call_firstresult("cubecl_server_compiler", descriptor=entry[0],
+                                      capabilities=_PROBE)
             except BackendUnavailable:
                 pass
+            except PluginError:
+                # The plugin at fault is set apart and listed below; strict mode stops.
+                if _env_true(os.environ.get(ENV_STRICT, "")):
+                    raise
         rows = [_status(descriptor, origin)
                 for _, (descriptor, origin) in sorted(found.descriptors.items())]
         rows.extend(BackendStatus(b.name, b.distribution, b.version, "broken", b.error)
@@ -197,10 +212,13 @@ class PluginRegistry:
         Returns the first result that is not None, or None. A plugin whose
         implementation raises is broken: it is set apart (listed by ``broken()``
         with its traceback, its backends gone, one warning) and the call goes on
-        without it, so one bad plugin never takes the others' backends down. Under
-        ``CUBECL_STRICT_PLUGINS`` it raises ``PluginError`` naming the plugin, with
-        the traceback, instead. ``BackendUnavailable`` passes through as it is,
-        being the contract's way to say "cannot run here".
+        without it, so one bad plugin never takes the others' backends down. When a
+        descriptor's factory raises (the core's answer, last), the plugin that
+        registered the descriptor is set apart and ``PluginError`` names it: the
+        backend has nothing to fall back on. Under ``CUBECL_STRICT_PLUGINS`` it
+        raises ``PluginError`` naming the plugin, with the traceback, instead.
+        ``BackendUnavailable`` passes through as it is, being the contract's way to
+        say "cannot run here".
         """
         found = self._discovered()
         caller: pluggy.HookCaller | None = getattr(found.pm.hook, hook_name, None)
@@ -218,7 +236,17 @@ class PluginRegistry:
                 culprit = _culprit(exc, caller)
                 if culprit is None:
                     raise
-                self._set_apart(found, culprit, hook_name, exc)
+                if culprit != OWNER_PLUGIN:
+                    self._set_apart(found, culprit, hook_name, exc)
+                    continue
+                descriptor: BackendDescriptor = kwargs["descriptor"]
+                entry = found.descriptors.get(descriptor.name)
+                at_fault = ""
+                if entry is not None and entry[0] is descriptor:
+                    at_fault = f"; plugin {entry[1]} is set apart"
+                    self._set_apart(found, entry[1].name, hook_name, exc)
+                raise PluginError(f"backend {descriptor.name!r} failed in {hook_name}: "
+                                  f"{_describe(exc)}{at_fault}") from exc
 
     def _set_apart(self, found: _Discovery, plugin: str, hook_name: str,
                    exc: Exception) -> None:
@@ -262,6 +290,8 @@ class PluginRegistry:
 
         found = _Discovery(pluggy.PluginManager(hookspecs.PROJECT))
         found.pm.add_hookspecs(hookspecs)
+        # First, so that among trylast implementations too the owners answer last.
+        found.pm.register(owner, name=OWNER_PLUGIN)
 
         for path in self._builtins:
             origin = _Origin(path, _BUILTIN_DISTRIBUTION, cubecl_server.__version__)
@@ -346,8 +376,6 @@ def _register(found: _Discovery, plugin: object, origin: _Origin) -> None:
 def _collect_backends(found: _Discovery) -> None:
     """Ask each plugin on its own for its backends, in precedence order, so one that
     raises is set apart without costing the others theirs."""
-    from cubecl_server.runtime import BackendDescriptor
-
     caller = found.pm.hook.cubecl_server_register_backends
     for impl in reversed(caller.get_hookimpls()):
         origin = found.origins[impl.plugin_name]

@@ -3,10 +3,9 @@ one of its own."""
 
 from __future__ import annotations
 
-from cubecl_server.compiler.store import StoreNames
-from cubecl_server.device import DeviceInfo, DeviceKind
-from cubecl_server.plugins import hookimpl
-from cubecl_server.runtime import BackendDescriptor
+from typing import Any
+
+from cubecl_server.backend import BackendDescriptor, DeviceInfo, DeviceKind, hookimpl
 
 
 class OwnRuntime:
@@ -21,8 +20,22 @@ class OwnRuntime:
         raise NotImplementedError
 
 
+class OwnCompiler:
+    """A Compiler that is never asked to compile."""
+
+    extension = "txt"
+
+    def compile(self, kernel: Any, cube_dim: Any, mode: Any) -> Any:
+        raise NotImplementedError
+
+
+def _never(*parts: Any) -> Any:
+    raise AssertionError("these backends have no server to compile for")
+
+
 @hookimpl
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
-    names = StoreNames("kernels", "sources")
-    return [BackendDescriptor("fixture", OwnRuntime, names, __name__),
-            BackendDescriptor("fixture_own", OwnRuntime, names, __name__)]
+    return [BackendDescriptor(name=name, package=__name__, runtime=OwnRuntime,
+                              compiler=lambda capabilities: OwnCompiler(),
+                              artifact_compiler=_never, target=_never)
+            for name in ("fixture", "fixture_own")]

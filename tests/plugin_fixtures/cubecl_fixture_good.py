@@ -1,15 +1,18 @@
-"""Fixture plugin: a backend with a device, one whose runtime reports none, one with
-an empty device list, and a Compiler for the first."""
+"""Fixture plugin: a backend with a device, one whose runtime reports none, and one with
+an empty device list, each with a Compiler that names this plugin."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cubecl_server.compiler.store import StoreNames
-from cubecl_server.device import DeviceInfo, DeviceKind
-from cubecl_server.errors import BackendUnavailable
-from cubecl_server.plugins import hookimpl
-from cubecl_server.runtime import BackendDescriptor
+from cubecl_server.backend import (
+    BackendDescriptor,
+    BackendUnavailable,
+    DeviceInfo,
+    DeviceKind,
+    StoreNames,
+    hookimpl,
+)
 
 
 class FixtureRuntime:
@@ -52,15 +55,17 @@ class FixtureCompiler:
         raise NotImplementedError
 
 
+def _never(*parts: Any) -> Any:
+    raise AssertionError("the fixture backends have no server to compile for")
+
+
 @hookimpl
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
     return [
-        BackendDescriptor(runtime.name, runtime, StoreNames(f"{runtime.name}-kernels",
-                                                            f"{runtime.name}-sources"), __name__)
+        BackendDescriptor(name=runtime.name, package=__name__, runtime=runtime,
+                          compiler=lambda capabilities: FixtureCompiler(),
+                          artifact_compiler=_never, target=_never,
+                          store_names=StoreNames(f"{runtime.name}-kernels",
+                                                 f"{runtime.name}-sources"))
         for runtime in (FixtureRuntime, NoDeviceRuntime, EmptyRuntime)
     ]
-
-
-@hookimpl
-def cubecl_server_compiler(backend: str) -> FixtureCompiler | None:
-    return FixtureCompiler() if backend == "fixture" else None

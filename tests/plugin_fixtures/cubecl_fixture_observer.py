@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
+from cubecl_server.backend import hookimpl
 from cubecl_server.compiler.record import CompilationBatchRecord, CompilationRecord
-from cubecl_server.plugins import hookimpl
 
 seen: list[str] = []
 """What the hooks were told, in order: ``record:<kernel>:<outcome>``, ``batch:<n>``."""

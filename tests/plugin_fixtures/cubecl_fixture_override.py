@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cubecl_server.plugins import hookimpl
+from cubecl_server.backend import hookimpl
 
 
 class OverrideCompiler:
@@ -19,7 +19,7 @@ class OverrideCompiler:
 
 
 @hookimpl
-def cubecl_server_compiler(backend: str) -> OverrideCompiler | None:
-    if backend == "explode":
+def cubecl_server_compiler(descriptor: Any) -> OverrideCompiler | None:
+    if descriptor.name == "explode":
         raise ValueError("boom")
-    return OverrideCompiler() if backend in ("fixture", "cpu") else None
+    return OverrideCompiler() if descriptor.name in ("fixture", "cpu") else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cubecl_server.plugins import hookimpl
+from cubecl_server.backend import hookimpl
 
 
 def _explode(backend: str) -> None:
@@ -13,5 +13,5 @@ def _explode(backend: str) -> None:
 
 
 @hookimpl
-def cubecl_server_compiler(backend: str) -> Any:
-    _explode(backend)
+def cubecl_server_compiler(descriptor: Any) -> Any:
+    _explode(descriptor.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cubecl_server.plugins import hookimpl
+from cubecl_server.backend import hookimpl
 
 
 @hookimpl
@@ -13,5 +13,5 @@ def cubecl_server_register_backends() -> list[Any]:
 
 
 @hookimpl
-def cubecl_server_compiler(backend: str) -> Any:
+def cubecl_server_compiler(descriptor: Any) -> Any:
     raise AssertionError("a broken plugin's hooks must never be called")

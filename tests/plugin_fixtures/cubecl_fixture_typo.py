@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cubecl_server.plugins import hookimpl
+from cubecl_server.backend import hookimpl
 
 
 @hookimpl

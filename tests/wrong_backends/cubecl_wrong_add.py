@@ -5,19 +5,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cubecl_wrong_common import NamedRuntime, NamedTarget
+from cubecl_wrong_common import cpu_descriptor
 
 from cubecl_server import ir
-from cubecl_server.backends.cpu.artifact import CpuArtifactCompiler
+from cubecl_server.backend import (
+    BackendDescriptor,
+    CompiledKernel,
+    CubeDim,
+    ExecutionMode,
+    hookimpl,
+)
 from cubecl_server.backends.cpu.compiler import CpuCompiler
-from cubecl_server.compiler.store import StoreNames
-from cubecl_server.execution import ExecutionMode
-from cubecl_server.kernel import CompiledKernel, CubeDim
-from cubecl_server.plugins.hookspecs import hookimpl
-from cubecl_server.runtime import BackendDescriptor
 
 NAME = "wrong_add"
-NAMES = StoreNames("wrong-code", "wrong-source")
 
 
 def _off_by_one(node: Any) -> Any:
@@ -45,24 +45,5 @@ class WrongCompiler(CpuCompiler):
 
 @hookimpl
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
-    """The wrong backend."""
-    return [BackendDescriptor(NAME, lambda: NamedRuntime(NAME), NAMES, "cubecl_wrong_add")]
-
-
-@hookimpl
-def cubecl_server_compiler(backend: str) -> WrongCompiler | None:
-    """The off-by-one compiler."""
-    return WrongCompiler() if backend == NAME else None
-
-
-@hookimpl
-def cubecl_server_artifact_compiler(backend: str, compiler: Any) -> CpuArtifactCompiler | None:
-    """The cpu ArtifactCompiler around it."""
-    return CpuArtifactCompiler(compiler) if backend == NAME else None
-
-
-@hookimpl
-def cubecl_server_compilation_target(backend: str, store_names: StoreNames,
-                                     variant: str) -> NamedTarget | None:
-    """The cpu target under this name."""
-    return NamedTarget(NAME, store_names, variant) if backend == NAME else None
+    """The wrong backend: the cpu backend with the off-by-one compiler."""
+    return [cpu_descriptor(NAME, compiler=WrongCompiler)]

@@ -1,10 +1,14 @@
-"""What both wrong backends share: the cpu runtime and target under another name."""
+"""What both wrong backends share: the cpu runtime under another name, and a descriptor
+of the cpu backend's parts with one of them changed."""
 
 from __future__ import annotations
 
-from cubecl_server.backends.cpu.artifact import CpuTarget
+from collections.abc import Callable
+
+from cubecl_server.backend import ArtifactStore, BackendDescriptor, Compiler, ComputeServer
+from cubecl_server.backends.cpu.artifact import CpuArtifactCompiler, CpuTarget
+from cubecl_server.backends.cpu.compiler import CpuCompiler
 from cubecl_server.backends.cpu.server import CpuRuntime, CpuServer
-from cubecl_server.compiler.store import ArtifactStore, compilation_store
 from cubecl_server.device import DeviceInfo
 
 
@@ -27,14 +31,16 @@ class NamedRuntime(CpuRuntime):
         return NamedServer(super().create_server(device).device, self.name)
 
 
-class NamedTarget(CpuTarget):
-    """The cpu target, storing under this backend's own namespace."""
+def cpu_descriptor(name: str, *, compiler: Callable[[], Compiler] = CpuCompiler,
+                   target: Callable[[ArtifactStore | None], CpuTarget] = CpuTarget
+                   ) -> BackendDescriptor:
+    """The cpu backend under ``name`` (its store is its own), with ``compiler`` and
+    ``target`` made as given."""
+    def artifact_compiler(c: Compiler, server: ComputeServer) -> CpuArtifactCompiler:
+        return CpuArtifactCompiler(c)
 
-    def __init__(self, backend: str, *args: object) -> None:
-        super().__init__(*args)  # type: ignore[arg-type]
-        self.backend = backend
-
-    @property
-    def store(self) -> ArtifactStore | None:
-        """This backend's store."""
-        return compilation_store(self.backend, self.variant, self.store_names)
+    return BackendDescriptor(name=name, package=f"cubecl_{name}",
+                             runtime=lambda: NamedRuntime(name),
+                             compiler=lambda capabilities: compiler(),
+                             artifact_compiler=artifact_compiler,
+                             target=lambda server, store: target(store))

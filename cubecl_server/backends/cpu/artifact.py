@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import sys
 
-from cubecl_server.backends.cpu.compiler import CpuCompiler
+from cubecl_server.backend import (
+    Artifact,
+    ArtifactRejected,
+    ArtifactStore,
+    CompilationError,
+    CompilationRecording,
+    CompiledKernel,
+    Compiler,
+    CubeDim,
+    ExecutionMode,
+    StoreNames,
+)
 from cubecl_server.backends.cpu.server import LoadedCpuKernel
 from cubecl_server.backends.cpu.validate import ENTRY_POINT, define_entry, validated_module
-from cubecl_server.compiler.contracts import Artifact
-from cubecl_server.compiler.record import CompilationRecording
-from cubecl_server.compiler.store import ArtifactStore, StoreNames, compilation_store
-from cubecl_server.errors import ArtifactRejected, CompilationError
-from cubecl_server.execution import ExecutionMode
 from cubecl_server.ir import Kernel
-from cubecl_server.kernel import CompiledKernel, CubeDim
 
 __all__ = ["CpuArtifactCompiler", "CpuTarget", "STORE_NAMES", "KIND"]
 
@@ -34,7 +39,7 @@ class CpuArtifactCompiler:
     between Python versions.
     """
 
-    def __init__(self, compiler: CpuCompiler) -> None:
+    def __init__(self, compiler: Compiler) -> None:
         self.compiler = compiler
         self._variant = sys.implementation.cache_tag or sys.implementation.name
 
@@ -46,8 +51,7 @@ class CpuArtifactCompiler:
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
         """IR to NumPy Python source."""
-        with recording.stage("lower"):
-            return self.compiler.compile(kernel, cube_dim, mode)
+        return self.compiler.compile(kernel, cube_dim, mode)
 
     def source(self, compiled: CompiledKernel) -> bytes:
         """The generated source decides the artifact entirely: opt in to reuse."""
@@ -56,29 +60,22 @@ class CpuArtifactCompiler:
     def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> Artifact:
         """The source as UTF-8, checked as every load will check it, so that source the
         validator would refuse fails here and is never stored."""
-        with recording.stage("finalize"):
-            payload = compiled.source.encode()
-            try:
-                validated_module(payload, _filename(compiled.name))
-            except ArtifactRejected as e:
-                raise CompilationError(f"the generated source is not loadable: {e}",
-                                       kernel=compiled.name, backend="cpu") from e
+        payload = compiled.source.encode()
+        try:
+            validated_module(payload, _filename(compiled.name))
+        except ArtifactRejected as e:
+            raise CompilationError(f"the generated source is not loadable: {e}",
+                                   kernel=compiled.name, backend="cpu") from e
         recording.add("artifact", 0.0, len(payload))
         return Artifact(KIND, payload, {"entry_point": compiled.entry_point,
                                         "kernel": compiled.name})
 
 
 class CpuTarget:
-    """Loads validated source in this process; the store is the environment's for ``cpu``."""
+    """Loads validated source in this process; its store is the one the core opened."""
 
-    def __init__(self, store_names: StoreNames, variant: str) -> None:
-        self.store_names = store_names
-        self.variant = variant
-
-    @property
-    def store(self) -> ArtifactStore | None:
-        """The environment's store for this interpreter."""
-        return compilation_store("cpu", self.variant, self.store_names)
+    def __init__(self, store: ArtifactStore | None) -> None:
+        self.store = store
 
     def load(self, artifact: Artifact) -> LoadedCpuKernel:
         """Validate the source, then compile it and return its entry point."""

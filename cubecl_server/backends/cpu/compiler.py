@@ -1,7 +1,9 @@
 """The ``cpu`` backend's Compiler: IR -> vectorised NumPy Python source.
 
 It lowers IR that :func:`cubecl_server.ir_check.check_kernel` has accepted (the
-loader checks every kernel first), so it checks no rule of ``docs/ir.md`` itself.
+loader checks every kernel first), so it checks no rule of ``docs/ir.md`` itself. Its
+emitter builds on the core's :class:`~cubecl_server.lowering.StructuredEmitter`
+(names, temporaries, nesting, dispatch over the IR's nodes).
 
 The generated module imports only ``numpy as np`` and
 :mod:`cubecl_server.backends.cpu.support` (as ``_s``) and defines::
@@ -65,14 +67,19 @@ constant outside its type's range wraps. NumPy's floating-point warnings are off
 
 from __future__ import annotations
 
-import keyword
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from cubecl_server import ir
-from cubecl_server.execution import ExecutionMode
-from cubecl_server.kernel import CompiledKernel, CubeDim
+from cubecl_server.backend import (
+    CompiledKernel,
+    CubeDim,
+    ExecutionMode,
+    StructuredEmitter,
+)
 
 __all__ = ["PLANE_SIZE", "CpuCompiler"]
 
@@ -136,14 +143,6 @@ def _const(value: int | float | bool, elem: ir.Elem) -> str:
     return f"{_dtype(elem)}({v})"
 
 
-def _comment(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _ends_block(s: ir.Stmt) -> bool:
-    return isinstance(s, (ir.Return, ir.Break, ir.Continue))
-
-
 def _jumps(s: ir.Stmt) -> tuple[bool, bool]:
     """Whether ``s`` may return, and may break/continue the loop enclosing it."""
     ret = any(isinstance(n, ir.Return) for n in ir.walk(s))
@@ -159,35 +158,26 @@ def _jumps(s: ir.Stmt) -> tuple[bool, bool]:
     return ret, loop
 
 
-class _Emitter:
-    """Writes one kernel's module; a visitor over the IR's statements and expressions."""
+class _Emitter(StructuredEmitter):
+    """Writes one kernel's module, every statement under :attr:`mask` (the name of the
+    lanes it runs in) and every expression for :attr:`consumed` use."""
+
+    comment = "#"
 
     def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode) -> None:
-        self.k = kernel
-        self.dim = (cube_dim.x, cube_dim.y, cube_dim.z)
-        self.checked = mode is ExecutionMode.CHECKED
-        self.mode = mode
-        self.lines: list[str] = []
-        self.depth = 0
-        self.temps = 0
+        super().__init__(kernel, cube_dim, mode, "cpu")
+        self.mask = "alive"
+        # Whether the expression being lowered feeds an operation at once (so it may be
+        # a view of an array parameter) or must be a value of its own.
+        self.consumed = True
         self.loops: list[_Loop] = []
-        self.taken: set[str] = set()
-        self.arrays: dict[str, tuple[str, ir.Param, int]] = {}
-        self.scalars: dict[str, tuple[str, ir.Param, int]] = {}
-        self.locals: dict[str, tuple[str, ir.Local]] = {}
-        self.shared: dict[str, tuple[str, ir.SharedArray]] = {}
+        self.position = {p.name: i for table in (self.arrays, self.scalars)
+                         for i, p in enumerate(table.values())}
         # Locals assigned once, at the top level, to the lane's position (maybe cast).
         self.pos_aliases: dict[str, ir.Expr] = {}
         # Locals assigned once, at the top level, a value the same in every lane.
         self.uniform_locals: set[str] = set()
         self.hoisted: dict[tuple[str, str, int], str] = {}
-        for p in kernel.params:
-            table = self.arrays if p.array else self.scalars
-            table[p.name] = (self._name("p_", p.name), p, len(table))
-        for loc in kernel.locals:
-            self.locals[loc.name] = (self._name("l_", loc.name), loc)
-        for sh in kernel.shared:
-            self.shared[sh.name] = (self._name("sh_", sh.name), sh)
         self.assign_counts: dict[str, int] = {}
         for n in ir.walk(kernel.body):
             target = (n.name if isinstance(n, ir.Assign) else n.var
@@ -196,32 +186,38 @@ class _Emitter:
             if target is not None:
                 self.assign_counts[target] = self.assign_counts.get(target, 0) + 1
 
-    # ------------------------------------------------------------ plumbing
+    def _py(self, name: str) -> str:
+        """The Python name of a parameter, local or shared array."""
+        role = "s" if name in self.shared else "l" if name in self.locals else "p"
+        return f"{role}_{self.stems[name]}"
 
-    def _name(self, prefix: str, name: str) -> str:
-        base = prefix + re.sub(r"\W", "_", name)
-        if keyword.iskeyword(base):
-            base += "_"
-        out, i = base, 1
-        while out in self.taken:
-            i += 1
-            out = f"{base}_{i}"
-        self.taken.add(out)
-        return out
+    @contextmanager
+    def under(self, mask: str) -> Iterator[None]:
+        """Statements and expressions inside run in the lanes of ``mask``."""
+        outer, self.mask = self.mask, mask
+        try:
+            yield
+        finally:
+            self.mask = outer
 
-    def _temp(self, kind: str) -> str:
-        self.temps += 1
-        return f"_{kind}{self.temps}"
+    def value(self, e: ir.Expr, consumed: bool) -> str:
+        """Python for ``e``, for a use that is ``consumed`` at once or not (its operands
+        always are)."""
+        outer, self.consumed = self.consumed, consumed
+        try:
+            return super().expr(e)
+        finally:
+            self.consumed = outer
 
-    def _line(self, text: str, comment: str = "") -> None:
-        pad = "    " * self.depth
-        self.lines.append(f"{pad}{text}  # {_comment(comment)}" if comment else pad + text)
+    def expr(self, e: ir.Expr) -> str:
+        """Python for ``e``, under :attr:`mask`, consumed at once."""
+        return self.value(e, True)
 
     # ------------------------------------------------------------ the module
 
     def module(self) -> str:
         """The whole generated module's source."""
-        k = self.k
+        k = self.kernel
         title = re.sub(r"[^\w.<>-]", "_", k.name)  # safe inside the docstrings
         head = [
             f'"""Kernel {title} lowered by the cubecl-server cpu backend '
@@ -235,220 +231,214 @@ class _Emitter:
             f'    """Run {title} over a launch of ``count`` cubes of ``dim`` units."""',
         ]
         self.depth = 1
-        self._line(f"_s.check_dim(dim, {self.dim})")
-        self._line('with np.errstate(all="ignore"):')
+        self.line(f"_s.check_dim(dim, {self.dim})")
+        self.line('with np.errstate(all="ignore"):')
         self.depth = 2
-        for py, p, i in self.arrays.values():
-            self._line(f"{py} = arrays[{i}]", f"{p.name}: Array[{p.elem.value}]")
-        for py, p, i in self.scalars.values():
-            self._line(f"{py} = {_dtype(p.elem)}(scalars[{i}])", f"{p.name}: {p.elem.value}")
+        for p in self.arrays.values():
+            self.line(f"{self._py(p.name)} = arrays[{self.position[p.name]}]",
+                      f"{p.name}: Array[{p.elem.value}]")
+        for p in self.scalars.values():
+            self.line(f"{self._py(p.name)} = {_dtype(p.elem)}(scalars[{self.position[p.name]}])",
+                      f"{p.name}: {p.elem.value}")
         body_start = len(self.lines)
         self.depth = 3
-        for loc_py, loc in self.locals.values():
-            self._line(f"{loc_py} = {_const(0, loc.elem)}", f"var {loc.name}: {loc.elem.value}")
-        for sh_py, sh in self.shared.values():
-            self._line(f"{sh_py} = np.zeros(g.ncubes * {sh.size}, {_dtype(sh.elem)})",
-                       f"shared {sh.name}: {sh.elem.value}[{sh.size}]")
-        self._line("alive = True", "lanes that have not returned")
-        self._block(k.body, "alive")
+        for loc in k.locals:
+            self.line(f"{self._py(loc.name)} = {_const(0, loc.elem)}",
+                      f"var {loc.name}: {loc.elem.value}")
+        for sh in k.shared:
+            self.line(f"{self._py(sh.name)} = np.zeros(g.ncubes * {sh.size}, {_dtype(sh.elem)})",
+                      f"shared {sh.name}: {sh.elem.value}[{sh.size}]")
+        self.line("alive = True", "lanes that have not returned")
+        self.block(k.body)
         body = self.lines[body_start:]
         del self.lines[body_start:]
         self.depth = 2
         for (kind, name, axis), py in self.hoisted.items():
-            arr = self.arrays[name][0]
             if kind == "len":
-                self._line(f"{py} = np.uint32({arr}.shape[0])", f"len({name})")
+                self.line(f"{py} = np.uint32({self._py(name)}.shape[0])", f"len({name})")
             else:
-                self._line(f"{py} = _s.extent({kind}s[{self.arrays[name][2]}], {axis})",
-                           f"{name}.{kind}[{axis}]")
-        self._line("for g in _s.chunks(count, dim):", "a chunk of whole cubes")
+                self.line(f"{py} = _s.extent({kind}s[{self.position[name]}], {axis})",
+                          f"{name}.{kind}[{axis}]")
+        self.line("for g in _s.chunks(count, dim):", "a chunk of whole cubes")
         return "\n".join([*head, *self.lines, *body]) + "\n"
 
     # ------------------------------------------------------------ statements
 
-    def _block(self, stmts: tuple[ir.Stmt, ...], mask: str) -> None:
-        start = len(self.lines)
+    def block(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        """The statements under :attr:`mask`; after one that may jump, the rest only in
+        the lanes left (and not at all when none is)."""
+        start, mask = len(self.lines), self.mask
         for i, s in enumerate(stmts):
-            self._stmt(s, mask)
-            if _ends_block(s):
+            self.stmt(s)
+            if isinstance(s, (ir.Return, ir.Break, ir.Continue)):
                 break
             ret, loop = _jumps(s)
             if not (ret or loop) or i == len(stmts) - 1:
                 continue
             if loop and mask != self.loops[-1].body:
-                self._line(f"{mask} = _s.and_({mask}, {self.loops[-1].body})",
-                           "lanes that left the iteration")
+                self.line(f"{mask} = _s.and_({mask}, {self.loops[-1].body})",
+                          "lanes that left the iteration")
             if ret and mask != "alive":
-                self._line(f"{mask} = _s.and_({mask}, alive)", "lanes that returned")
+                self.line(f"{mask} = _s.and_({mask}, alive)", "lanes that returned")
             if mask == "alive":
-                self._line("if alive is False:", "every lane has returned")
-                self._line("    continue")
+                self.line("if alive is False:", "every lane has returned")
+                self.line("    continue")
                 continue
-            self._line(f"if {mask} is not False:")
-            self.depth += 1
-            self._block(stmts[i + 1:], mask)
-            self.depth -= 1
+            self.line(f"if {mask} is not False:")
+            with self.nested():
+                self.block(stmts[i + 1:])
             break
         if len(self.lines) == start:
-            self._line("pass")
+            self.line("pass")
 
-    def _stmt(self, s: ir.Stmt, mask: str) -> None:
-        match s:
-            case ir.Assign(name=name, value=value):
-                self._assign(name, value, mask)
-            case ir.Store():
-                self._store(s, mask)
-            case ir.If():
-                self._if(s, mask)
-            case ir.For():
-                self._for(s, mask)
-            case ir.While():
-                self._while(s, mask)
-            case ir.Break():
-                loop = self.loops[-1]
-                self._line(f"{loop.looping} = _s.andnot({loop.looping}, {mask})", "break")
-                if mask != loop.body:
-                    self._line(f"{loop.body} = _s.andnot({loop.body}, {mask})")
-            case ir.Continue():
-                loop = self.loops[-1]
-                if mask != loop.body:
-                    self._line(f"{loop.body} = _s.andnot({loop.body}, {mask})", "continue")
-                else:
-                    self._line("pass", "continue")
-            case ir.Return():
-                if mask == "alive":
-                    self._line("continue", "return (every lane)")
-                else:
-                    self._line(f"alive = _s.andnot(alive, {mask})", "return")
-            case ir.Barrier():
-                self._line("pass", "barrier: the lanes run in lockstep")
-            case ir.AtomicStmt():
-                self._atomic(s, mask)
+    def _masked_block(self, stmts: tuple[ir.Stmt, ...], mask: str) -> None:
+        with self.nested(), self.under(mask):
+            self.block(stmts)
 
-    def _assign(self, name: str, value: ir.Expr, mask: str) -> None:
-        py = self.locals[name][0]
-        text = f"{name} = {ir.format_expr(value)}"
+    def stmt_assign(self, s: ir.Assign) -> None:
+        """A masked assignment (plain at the top level)."""
+        name, value, mask = s.name, s.value, self.mask
+        text = ir.format_stmt(s)
         if (mask == "alive" and self.assign_counts.get(name) == 1
                 and self._is_pos(value)):
             # The lane's position itself: reads of it below use the slice fast paths.
             self.pos_aliases[name] = value
-            self._line("pass", f"{text} (read below as ABSOLUTE_POS)")
+            self.line("pass", f"{text} (read below as ABSOLUTE_POS)")
             return
-        v = self._expr(value, mask, consumed=False)
+        v = self.value(value, consumed=False)
+        py = self._py(name)
         if mask == "alive":
             if self.assign_counts.get(name) == 1 and self._is_uniform(value):
                 self.uniform_locals.add(name)
-            self._line(f"{py} = {v}", text)
+            self.line(f"{py} = {v}", text)
         else:
-            self._line(f"{py} = _s.merge({mask}, {v}, {py})", text)
+            self.line(f"{py} = _s.merge({mask}, {v}, {py})", text)
 
-    def _store(self, s: ir.Store, mask: str) -> None:
-        text = f"{s.array}[{ir.format_expr(s.index)}] = {ir.format_expr(s.value)}"
+    def stmt_store(self, s: ir.Store) -> None:
+        """A store in the active lanes."""
+        text, mask = ir.format_stmt(s), self.mask
         # A value read from the array being written must not be a view of it.
         same = isinstance(s.value, ir.Load) and s.value.array == s.array
-        val = self._expr(s.value, mask, consumed=not same)
+        val = self.value(s.value, consumed=not same)
+        arr = self._py(s.array)
         if s.array in self.shared:
-            sh, decl = self.shared[s.array]
-            idx = self._expr(s.index, mask)
-            self._line(f"_s.store_shared({sh}, {decl.size}, g, {idx}, {val}, {mask}, "
-                       f"{self.checked})", text)
+            self.line(f"_s.store_shared({arr}, {self.shared[s.array].size}, g, "
+                      f"{self.expr(s.index)}, {val}, {mask}, {self.checked})", text)
             return
-        arr = self.arrays[s.array][0]
         if self._is_pos(s.index):
-            self._line(f"_s.store_pos({arr}, g, {val}, {mask})", text)
+            self.line(f"_s.store_pos({arr}, g, {val}, {mask})", text)
             return
         fn = "store" if self.checked else "store_unchecked"
-        self._line(f"_s.{fn}({arr}, {self._expr(s.index, mask)}, {val}, {mask})", text)
+        self.line(f"_s.{fn}({arr}, {self.expr(s.index)}, {val}, {mask})", text)
 
-    def _if(self, s: ir.If, mask: str) -> None:
-        cond = self._temp("c")
-        self._line(f"{cond} = {self._expr(s.cond, mask, consumed=False)}",
-                   f"if {ir.format_expr(s.cond)}:")
+    def stmt_if(self, s: ir.If) -> None:
+        """Each branch under its narrower mask, skipped when no lane is in it."""
+        cond, mask = self.temp(), self.mask
+        self.line(f"{cond} = {self.value(s.cond, consumed=False)}", ir.format_stmt(s))
         if s.then:
-            then = self._temp("m")
-            self._line(f"{then} = _s.and_({mask}, {cond})")
-            self._line(f"if {then} is not False:")
-            self.depth += 1
-            self._block(s.then, then)
-            self.depth -= 1
+            then = self.temp()
+            self.line(f"{then} = _s.and_({mask}, {cond})")
+            self.line(f"if {then} is not False:")
+            self._masked_block(s.then, then)
         if s.orelse:
-            other = self._temp("m")
-            self._line(f"{other} = _s.andnot({mask}, {cond})", "else:")
-            self._line(f"if {other} is not False:")
-            self.depth += 1
-            self._block(s.orelse, other)
-            self.depth -= 1
+            other = self.temp()
+            self.line(f"{other} = _s.andnot({mask}, {cond})", "else:")
+            self.line(f"if {other} is not False:")
+            self._masked_block(s.orelse, other)
 
     def _loop_body(self, body: tuple[ir.Stmt, ...], loop: _Loop) -> None:
-        self._line(f"{loop.body} = {loop.looping}")
+        self.line(f"{loop.body} = {loop.looping}")
         self.loops.append(loop)
-        self._block(body, loop.body)
+        with self.under(loop.body):
+            self.block(body)
         self.loops.pop()
         if any(isinstance(n, ir.Return) for n in ir.walk(body)):
-            self._line(f"{loop.looping} = _s.and_({loop.looping}, alive)", "lanes that returned")
+            self.line(f"{loop.looping} = _s.and_({loop.looping}, alive)", "lanes that returned")
 
-    def _while(self, s: ir.While, mask: str) -> None:
-        loop = _Loop(self._temp("w"), self._temp("b"))
-        self._line(f"{loop.looping} = {mask}", f"while {ir.format_expr(s.cond)}:")
-        self._line("while True:")
-        self.depth += 1
-        cond = self._expr(s.cond, loop.looping, consumed=False)
-        self._line(f"{loop.looping} = _s.and_({loop.looping}, {cond})")
-        self._line(f"if {loop.looping} is False:")
-        self._line("    break")
-        self._loop_body(s.body, loop)
-        self.depth -= 1
+    def stmt_while(self, s: ir.While) -> None:
+        """Steps while a lane is left; each lane leaves when its condition fails."""
+        loop = _Loop(self.temp(), self.temp())
+        self.line(f"{loop.looping} = {self.mask}", ir.format_stmt(s))
+        self.line("while True:")
+        with self.nested():
+            with self.under(loop.looping):
+                cond = self.value(s.cond, consumed=False)
+            self.line(f"{loop.looping} = _s.and_({loop.looping}, {cond})")
+            self.line(f"if {loop.looping} is False:")
+            self.line("    break")
+            self._loop_body(s.body, loop)
 
-    def _for(self, s: ir.For, mask: str) -> None:
-        py, loc = self.locals[s.var]
-        step = int(s.step.value)
-        loop = _Loop(self._temp("w"), self._temp("b"))
-        k, trips, it = self._temp("k"), self._temp("n"), self._temp("j")
-        header = (f"for {s.var} in range({ir.format_expr(s.start)}, "
-                  f"{ir.format_expr(s.stop)}, {step}):" + (" (unroll)" if s.unroll else ""))
-        self._line(f"{k} = {self._expr(s.start, mask, consumed=False)}", header)
-        self._line(f"{trips} = _s.trip_count({k}, {self._expr(s.stop, mask)}, {step})")
-        self._line(f"{loop.looping} = {mask}")
-        self._line(f"{it} = 0", "iterations done: the same in every lane")
-        self._line("while True:")
-        self.depth += 1
-        self._line(f"{loop.looping} = _s.and_({loop.looping}, {trips} > {it})")
-        self._line(f"if {loop.looping} is False:")
-        self._line("    break")
-        self._line(f"{py} = _s.merge({loop.looping}, {k}, {py})")
-        self._loop_body(s.body, loop)
-        if step < 0 and not loc.elem.is_signed:
-            self._line(f"{k} = {k} - {_const(-step, loc.elem)}")
+    def stmt_for(self, s: ir.For) -> None:
+        """Python's ``range``: the bounds once, as a per-lane trip count."""
+        elem, step = self.locals[s.var].elem, int(s.step.value)
+        py, mask = self._py(s.var), self.mask
+        loop = _Loop(self.temp(), self.temp())
+        k, trips, it = self.temp(), self.temp(), self.temp()
+        header = ir.format_stmt(s) + (" (unroll)" if s.unroll else "")
+        self.line(f"{k} = {self.value(s.start, consumed=False)}", header)
+        self.line(f"{trips} = _s.trip_count({k}, {self.expr(s.stop)}, {step})")
+        self.line(f"{loop.looping} = {mask}")
+        self.line(f"{it} = 0", "iterations done: the same in every lane")
+        self.line("while True:")
+        with self.nested():
+            self.line(f"{loop.looping} = _s.and_({loop.looping}, {trips} > {it})")
+            self.line(f"if {loop.looping} is False:")
+            self.line("    break")
+            self.line(f"{py} = _s.merge({loop.looping}, {k}, {py})")
+            self._loop_body(s.body, loop)
+            if step < 0 and not elem.is_signed:
+                self.line(f"{k} = {k} - {_const(-step, elem)}")
+            else:
+                self.line(f"{k} = {k} + {_const(step, elem)}")
+            self.line(f"{it} += 1")
+
+    def stmt_break(self, s: ir.Break) -> None:
+        """The active lanes leave the loop."""
+        loop, mask = self.loops[-1], self.mask
+        self.line(f"{loop.looping} = _s.andnot({loop.looping}, {mask})", "break")
+        if mask != loop.body:
+            self.line(f"{loop.body} = _s.andnot({loop.body}, {mask})")
+
+    def stmt_continue(self, s: ir.Continue) -> None:
+        """The active lanes leave this iteration."""
+        loop, mask = self.loops[-1], self.mask
+        if mask != loop.body:
+            self.line(f"{loop.body} = _s.andnot({loop.body}, {mask})", "continue")
         else:
-            self._line(f"{k} = {k} + {_const(step, loc.elem)}")
-        self._line(f"{it} += 1")
-        self.depth -= 1
+            self.line("pass", "continue")
 
-    def _atomic(self, s: ir.AtomicStmt, mask: str) -> None:
+    def stmt_return(self, s: ir.Return) -> None:
+        """The active lanes are done."""
+        if self.mask == "alive":
+            self.line("continue", "return (every lane)")
+        else:
+            self.line(f"alive = _s.andnot(alive, {self.mask})", "return")
+
+    def stmt_barrier(self, s: ir.Barrier) -> None:
+        """Nothing to do: the lanes run in lockstep."""
+        self.line("pass", "barrier: the lanes run in lockstep")
+
+    def stmt_atomic(self, s: ir.AtomicStmt) -> None:
+        """``support.atomic``: the active lanes one after another, in lane order."""
+        mask = self.mask
         if s.array in self.shared:
-            sh, decl = self.shared[s.array]
-            target, fn = f"{sh}, {decl.size}", "atomic_shared"
+            target = f"{self._py(s.array)}, {self.shared[s.array].size}"
+            fn = "atomic_shared"
         else:
-            target, fn = self.arrays[s.array][0], "atomic"
-        idx = self._expr(s.index, mask)
-        val = self._expr(s.value, mask)
-        cmp = "None"
-        if s.compare is not None:
-            cmp = self._expr(s.compare, mask)
+            target, fn = self._py(s.array), "atomic"
+        idx, val = self.expr(s.index), self.expr(s.value)
+        cmp = "None" if s.compare is None else self.expr(s.compare)
         call = (f"_s.{fn}({s.op.value!r}, {target}, g, {idx}, {val}, {cmp}, {mask}, "
                 f"{self.checked})")
-        args = [s.array, ir.format_expr(s.index)]
-        args += [ir.format_expr(s.compare)] if s.compare is not None else []
-        text = f"atomic_{s.op.value}({', '.join([*args, ir.format_expr(s.value)])})"
+        text = ir.format_stmt(s)
         if s.result is None:
-            self._line(call[:-1] + ", old=False)", text)
+            self.line(call[:-1] + ", old=False)", text)
             return
-        py = self.locals[s.result][0]
-        text = f"{s.result} = {text}"
+        py = self._py(s.result)
         if mask == "alive":
-            self._line(f"{py} = {call}", text)
+            self.line(f"{py} = {call}", text)
         else:
-            self._line(f"{py} = _s.merge({mask}, {call}, {py})", text)
+            self.line(f"{py} = _s.merge({mask}, {call}, {py})", text)
 
     # ------------------------------------------------------------ expressions
 
@@ -483,77 +473,68 @@ class _Emitter:
     def _hoist(self, kind: str, name: str, axis: int) -> str:
         key = (kind, name, axis)
         if key not in self.hoisted:
-            suffix = "" if kind == "len" else f"_{axis}"
-            self.hoisted[key] = self._name(f"{kind}_", name + suffix)
+            stem = self.stems[name]
+            self.hoisted[key] = f"n_{stem}" if kind == "len" else f"{kind}_{stem}_{axis}"
         return self.hoisted[key]
 
-    def _expr(self, e: ir.Expr, mask: str, consumed: bool = True) -> str:
-        """Python source for ``e``, evaluated under ``mask``.
+    def expr_const(self, e: ir.Const) -> str:
+        """A typed NumPy scalar."""
+        return _const(e.value, e.type)
 
-        ``consumed``: the value feeds an operation at once, so it may be a view of
-        an array parameter; otherwise it must be a value of its own.
-        """
-        match e:
-            case ir.Const(value=v, type=t):
-                return _const(v, t)
-            case ir.Var(name=n):
-                if n in self.pos_aliases:
-                    return self._expr(self.pos_aliases[n], mask, consumed)
-                if n in self.locals:
-                    return self.locals[n][0]
-                return self.scalars[n][0]
-            case ir.Builtin(name=n):
-                if n is ir.BuiltinName.PLANE_DIM:
-                    return f"np.uint32({PLANE_SIZE})"
-                if n is ir.BuiltinName.UNIT_POS_PLANE:
-                    return f"(g.UNIT_POS % np.uint32({PLANE_SIZE}))"
-                return f"g.{n.value}"
-            case ir.Binary():
-                return self._binary(e, mask)
-            case ir.Unary():
-                return self._unary(e, mask)
-            case ir.Math():
-                return self._math(e, mask)
-            case ir.Cast(x=x, type=t):
-                if x.type is t:
-                    return self._expr(x, mask, consumed)
-                return f"{self._expr(x, mask)}.astype({_dtype(t)})"
-            case ir.Select(cond=c, a=a, b=b):
-                return (f"_s.select({self._expr(c, mask)}, {self._expr(a, mask)}, "
-                        f"{self._expr(b, mask)})")
-            case ir.Load():
-                return self._load(e, mask, consumed)
-            case ir.Len(array=a):
-                return self._hoist("len", a, 0)
-            case ir.Shape(array=a, dim=d) | ir.Stride(array=a, dim=d):
-                return self._hoist(type(e).__name__.lower(), a, d)
-            case ir.PlaneOp():
-                return self._plane(e, mask)
+    def expr_var(self, e: ir.Var) -> str:
+        """A local or scalar; a position alias as the position."""
+        if e.name in self.pos_aliases:
+            return self.value(self.pos_aliases[e.name], self.consumed)
+        return self._py(e.name)
 
-    def _load(self, e: ir.Load, mask: str, consumed: bool) -> str:
+    def expr_builtin(self, e: ir.Builtin) -> str:
+        """The chunk's (``g``); plane builtins from :data:`PLANE_SIZE`."""
+        if e.name is ir.BuiltinName.PLANE_DIM:
+            return f"np.uint32({PLANE_SIZE})"
+        if e.name is ir.BuiltinName.UNIT_POS_PLANE:
+            return f"(g.UNIT_POS % np.uint32({PLANE_SIZE}))"
+        return f"g.{e.name.value}"
+
+    def expr_cast(self, e: ir.Cast) -> str:
+        """``astype`` (nothing to a value's own type)."""
+        if e.x.type is e.type:
+            return self.value(e.x, self.consumed)
+        return f"{self.expr(e.x)}.astype({_dtype(e.type)})"
+
+    def expr_select(self, e: ir.Select) -> str:
+        """``support.select``, both sides computed."""
+        return f"_s.select({self.expr(e.cond)}, {self.expr(e.a)}, {self.expr(e.b)})"
+
+    def expr_load(self, e: ir.Load) -> str:
+        """A load in the active lanes (a view of the array where the position indexes
+        it and the value is consumed)."""
+        arr, mask = self._py(e.array), self.mask
         if e.array in self.shared:
-            sh, decl = self.shared[e.array]
-            return (f"_s.load_shared({sh}, {decl.size}, g, {self._expr(e.index, mask)}, "
-                    f"{mask}, {self.checked})")
-        arr = self.arrays[e.array][0]
+            return (f"_s.load_shared({arr}, {self.shared[e.array].size}, g, "
+                    f"{self.expr(e.index)}, {mask}, {self.checked})")
         if self._is_pos(e.index):
-            return f"_s.{'view_pos' if consumed else 'load_pos'}({arr}, g)"
+            return f"_s.{'view_pos' if self.consumed else 'load_pos'}({arr}, g)"
         fn = "load" if self.checked else "load_unchecked"
-        return f"_s.{fn}({arr}, {self._expr(e.index, mask)}, {mask})"
+        return f"_s.{fn}({arr}, {self.expr(e.index)}, {mask})"
 
-    def _binary(self, e: ir.Binary, mask: str) -> str:
+    def expr_metadata(self, e: ir.Len | ir.Shape | ir.Stride) -> str:
+        """A length, extent or stride, hoisted out of the chunk loop."""
+        return self._hoist(type(e).__name__.lower(), e.array, getattr(e, "dim", 0))
+
+    def expr_binary(self, e: ir.Binary) -> str:
+        """NumPy's operators; the position compared by ``g.pos_cmp`` where it can."""
         op, t = e.op, e.lhs.type
         if op in _COMPARE:
             sym = _COMPARE[op]
             if sym in _MIRROR and t.is_int:
                 if self._is_pos(e.lhs) and self._is_uniform(e.rhs):
-                    return f"g.pos_cmp({sym!r}, {self._expr(e.rhs, mask)})"
+                    return f"g.pos_cmp({sym!r}, {self.expr(e.rhs)})"
                 if self._is_pos(e.rhs) and self._is_uniform(e.lhs):
-                    return f"g.pos_cmp({_MIRROR[sym]!r}, {self._expr(e.lhs, mask)})"
-            return f"({self._expr(e.lhs, mask)} {sym} {self._expr(e.rhs, mask)})"
+                    return f"g.pos_cmp({_MIRROR[sym]!r}, {self.expr(e.lhs)})"
+            return f"({self.expr(e.lhs)} {sym} {self.expr(e.rhs)})"
         if op in (ir.BinOp.AND, ir.BinOp.OR):
-            return self._logical(e, mask)
-        a, b = self._expr(e.lhs, mask), self._expr(e.rhs, mask)
+            return self._logical(e)
+        a, b = self.expr(e.lhs), self.expr(e.rhs)
         if op in _BITWISE:
             return f"({a} {_BITWISE[op]} {b})"
         if op in _ARITH:
@@ -573,35 +554,34 @@ class _Emitter:
             amount = f"({b} & {_const(t.bits - 1, t)})"
         return f"({a} {'<<' if op is ir.BinOp.SHL else '>>'} {amount})"
 
-    def _logical(self, e: ir.Binary, mask: str) -> str:
+    def _logical(self, e: ir.Binary) -> str:
         """``lhs and rhs`` / ``lhs or rhs``, the right side evaluated (after the lines
         this emits) only in the lanes the left side leaves undecided."""
         sym = "&" if e.op is ir.BinOp.AND else "|"
-        a = self._expr(e.lhs, mask)
+        a = self.expr(e.lhs)
         if not any(isinstance(n, (ir.Load, ir.PlaneOp)) for n in ir.walk(e.rhs)):
             # Nothing on the right depends on the lanes it runs in: compute it in all.
-            return f"({a} {sym} {self._expr(e.rhs, mask)})"
-        left, rest, right = self._temp("c"), self._temp("m"), self._temp("c")
-        self._line(f"{left} = {a}", f"{ir.format_expr(e.lhs)} {e.op.value} ...")
+            return f"({a} {sym} {self.expr(e.rhs)})"
+        left, rest, right = self.temp(), self.temp(), self.temp()
+        self.line(f"{left} = {a}", f"{ir.format_expr(e.lhs)} {e.op.value} ...")
         narrow = "and_" if e.op is ir.BinOp.AND else "andnot"
-        self._line(f"{rest} = _s.{narrow}({mask}, {left})", "lanes it leaves undecided")
+        self.line(f"{rest} = _s.{narrow}({self.mask}, {left})", "lanes it leaves undecided")
         # Where no lane is undecided, the right side's value is never used.
-        self._line(f"{right} = np.False_")
-        self._line(f"if {rest} is not False:", f"... {e.op.value} {ir.format_expr(e.rhs)}")
-        self.depth += 1
-        self._line(f"{right} = {self._expr(e.rhs, rest, consumed=False)}")
-        self.depth -= 1
+        self.line(f"{right} = np.False_")
+        self.line(f"if {rest} is not False:", f"... {e.op.value} {ir.format_expr(e.rhs)}")
+        with self.nested(), self.under(rest):
+            self.line(f"{right} = {self.value(e.rhs, consumed=False)}")
         return f"({left} {sym} {right})"
 
-    def _unary(self, e: ir.Unary, mask: str) -> str:
-        x = self._expr(e.x, mask)
-        if e.op is ir.UnOp.NEG:
-            return f"(-{x})"
-        return f"(~{x})"  # NOT of a bool and BITNOT of an integer alike
+    def expr_unary(self, e: ir.Unary) -> str:
+        """``-``, and ``~`` for both ``not`` of a bool and ``~`` of an integer."""
+        x = self.expr(e.x)
+        return f"(-{x})" if e.op is ir.UnOp.NEG else f"(~{x})"
 
-    def _math(self, e: ir.Math, mask: str) -> str:
+    def expr_math(self, e: ir.Math) -> str:
+        """NumPy's functions (``fmin``/``fmax`` for the NaN rule; ``FMA`` rounded twice)."""
         fn, t = e.fn, e.args[0].type
-        xs = [self._expr(a, mask) for a in e.args]
+        xs = [self.expr(a) for a in e.args]
         if fn is ir.MathFn.ISNAN:
             return f"np.isnan({xs[0]})"
         if fn is ir.MathFn.ISINF:
@@ -622,9 +602,10 @@ class _Emitter:
             return f"np.power({xs[0]}, {xs[1]})"
         return f"({xs[0]} * {xs[1]} + {xs[2]})"  # FMA, the function left
 
-    def _plane(self, e: ir.PlaneOp, mask: str) -> str:
-        v = self._expr(e.value, mask)
+    def expr_plane(self, e: ir.PlaneOp) -> str:
+        """``support.plane_*``."""
+        v = self.expr(e.value)
         if e.lane is not None:  # BROADCAST, the one plane function with a lane
-            return f"_s.plane_broadcast(g, {v}, {self._expr(e.lane, mask)}, {PLANE_SIZE})"
+            return f"_s.plane_broadcast(g, {v}, {self.expr(e.lane)}, {PLANE_SIZE})"
         fn = "plane_sum" if e.fn is ir.PlaneFn.SUM else "plane_max"
-        return f"_s.{fn}(g, {v}, {mask}, {PLANE_SIZE})"
+        return f"_s.{fn}(g, {v}, {self.mask}, {PLANE_SIZE})"

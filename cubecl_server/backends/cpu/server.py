@@ -8,11 +8,17 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.backend import (
+    MAX_UNITS,
+    Binding,
+    BytesStorage,
+    Capabilities,
+    CubeCount,
+    CubeDim,
+    DeviceInfo,
+    DeviceKind,
+)
 from cubecl_server.ir import Elem
-from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.server import Binding
-from cubecl_server.storage import BytesStorage
 
 __all__ = ["CpuRuntime", "CpuServer", "CAPABILITIES"]
 

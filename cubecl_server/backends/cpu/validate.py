@@ -45,8 +45,8 @@ from typing import NoReturn, cast
 import numpy as np
 
 from cubecl_server import ir
+from cubecl_server.backend import ArtifactRejected
 from cubecl_server.backends.cpu import support
-from cubecl_server.errors import ArtifactRejected
 
 __all__ = [
     "ENTRY_POINT", "PARAMS", "NUMPY_NAMES", "SUPPORT_NAMES", "GRID_NAMES", "STRINGS",

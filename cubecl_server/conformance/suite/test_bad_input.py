@@ -105,7 +105,7 @@ class TestBadInput:
             kernels.scale.launch(c, CubeCount(65535, 65535, 1), CubeDim(2), a, out, 2.0)
 
     def test_a_buffer_of_another_client_is_refused(self, cubecl_client: ComputeClient) -> None:
-        from cubecl_server.runtime import create_client
+        from cubecl_server.client import create_client
 
         c = cubecl_client
         other = create_client(c.backend, c.device.index)

@@ -41,9 +41,6 @@ class TestCompileOnly:
         decoded = decode_artifact(
             encode_artifact(artifact.kind, artifact.header, artifact.payload, **at), **at)
         assert decoded.payload == artifact.payload and decoded.kind == artifact.kind
-        stages = {s.name for s in rec.stages}
-        assert {"lower", "finalize"} <= stages, (
-            f"the ArtifactCompiler must record the stages 'lower' and 'finalize': {stages}")
         problems = [p for p in request.config.hook.pytest_cubecl_validate_artifact(
             backend=cubecl_client.backend, artifact=artifact, compiled=compiled) if p]
         assert not problems, "the backend's validator rejected the artifact:\n" + "\n".join(

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.compiler import (
     CompilationRecord,
     KernelCacheKey,
@@ -30,7 +30,7 @@ from cubecl_server.conformance.plugin import Subject
 from cubecl_server.conformance.support import child_records
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.plugins.registry import registry
-from cubecl_server.runtime import create_client, recording
+from cubecl_server.runtime import compilation_target
 
 pytestmark = pytest.mark.usefixtures("cubecl_isolated")
 
@@ -85,7 +85,7 @@ class TestCompilePath:
         assert rec.variant == cubecl_client.loader.artifact_compiler.variant
         missing = {"lower", "finalize"} - _stages(rec)
         assert not missing, (f"a compiled record must report the stages 'lower' and "
-                             f"'finalize' (recording.stage(...) in the ArtifactCompiler); "
+                             f"'finalize' (the loader times them); "
                              f"missing {sorted(missing)}, got {sorted(_stages(rec))}")
         assert rec.artifact_size > 0, "the compiled artifact is empty"
         assert all(s.ms >= 0 for s in rec.stages)
@@ -166,15 +166,12 @@ class TestCompilePath:
         name = cubecl_client.backend
         loader = cubecl_client.loader
         other = f"{loader.artifact_compiler.variant}-conformance-other"
-        target = registry().call_firstresult(
-            "cubecl_server_compilation_target", backend=name, server=cubecl_client.server,
-            store_names=registry().descriptor(name).store_names, variant=other)
-        assert target is not None
+        target = compilation_target(registry().descriptor(name), cubecl_client.server, other)
         store = target.store
         assert store is not None
         assert store.kernels_namespace != _kernels_namespace(cubecl_client), (
-            "the CompilationTarget's store ignores the variant it is given: artifacts of "
-            "one variant would be served to another")
+            "the CompilationTarget does not keep the store it is given (the core opens "
+            "one per variant): artifacts of one variant would be served to another")
         aid = cubecl_client.artifact_id(kernels.scale, CubeDim(256), {})
         assert store.get(KernelCacheKey.of(aid, loader.build_id)) is None, \
             "an artifact stored for one variant was found under another"
@@ -277,7 +274,7 @@ _CONCURRENT_CHILD = textwrap.dedent("""
     import numpy as np
     from cubecl_server.conformance import kernels
     from cubecl_server.kernel import CubeCount, CubeDim
-    from cubecl_server.runtime import create_client, recording
+    from cubecl_server.client import create_client, recording
 
     backend, device, count, first, gate, me = json.loads(sys.argv[1])
     c = create_client(backend, device)

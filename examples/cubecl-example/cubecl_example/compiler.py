@@ -7,21 +7,20 @@ import sys
 import types
 
 from cubecl_example.runtime import LoadedKernel
-from cubecl_server.compiler import (
+from cubecl_server.backend import (
     Artifact,
+    ArtifactRejected,
     ArtifactStore,
+    CompilationError,
     CompilationRecording,
+    CompiledKernel,
     Compiler,
-    StoreNames,
-    compilation_store,
+    CubeDim,
+    ExecutionMode,
 )
-from cubecl_server.errors import ArtifactRejected, CompilationError
-from cubecl_server.execution import ExecutionMode
 from cubecl_server.ir import Kernel
-from cubecl_server.kernel import CompiledKernel, CubeDim
 
 KIND = "example-code"
-STORE_NAMES = StoreNames(kernels="example-code", sources="example-source")
 
 
 class ExampleArtifactCompiler:
@@ -39,10 +38,9 @@ class ExampleArtifactCompiler:
 
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
-        """IR to source, as the stage ``lower``."""
+        """IR to NumPy source (the core times this stage, ``lower``)."""
         try:
-            with recording.stage("lower"):
-                return self.compiler.compile(kernel, cube_dim, mode)
+            return self.compiler.compile(kernel, cube_dim, mode)
         except CompilationError as e:
             # The Compiler is the cpu backend's: report its errors as this backend's.
             if e.backend == "example":
@@ -55,24 +53,17 @@ class ExampleArtifactCompiler:
         return compiled.source.encode()
 
     def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> Artifact:
-        """Source to marshal bytes of a code object, as the stage ``finalize``."""
-        with recording.stage("finalize"):
-            code = compile(compiled.source, f"<example kernel {compiled.name}>", "exec")
-            payload = marshal.dumps(code)
-        return Artifact(KIND, payload, {"entry_point": compiled.entry_point})
+        """Source to marshal bytes of a code object (the core times this stage,
+        ``finalize``)."""
+        code = compile(compiled.source, f"<example kernel {compiled.name}>", "exec")
+        return Artifact(KIND, marshal.dumps(code), {"entry_point": compiled.entry_point})
 
 
 class ExampleTarget:
-    """Loads code objects; the store is the environment's for this variant."""
+    """Loads code objects; its store is the one the core opened for it."""
 
-    def __init__(self, store_names: StoreNames, variant: str) -> None:
-        self.store_names = store_names
-        self.variant = variant
-
-    @property
-    def store(self) -> ArtifactStore | None:
-        """The store of the example backend for this variant (None: caching off)."""
-        return compilation_store("example", self.variant, self.store_names)
+    def __init__(self, store: ArtifactStore | None) -> None:
+        self.store = store
 
     def load(self, artifact: Artifact) -> LoadedKernel:
         """Run the code object's module and return its entry point; reject anything else."""

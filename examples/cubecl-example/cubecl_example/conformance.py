@@ -11,8 +11,7 @@ import marshal
 
 import pytest
 
-from cubecl_server.compiler import Artifact
-from cubecl_server.kernel import CompiledKernel
+from cubecl_server.backend import Artifact, CompiledKernel
 
 
 def pytest_cubecl_expected_failures(config: pytest.Config, backend: str) -> dict[str, str]:

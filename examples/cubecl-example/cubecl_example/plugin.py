@@ -1,40 +1,19 @@
-"""The example backend's hook implementations: what cubecl-server calls."""
+"""The example backend's plugin: the descriptor of its parts, the one hook it implements."""
 
 from __future__ import annotations
 
-from cubecl_example.compiler import STORE_NAMES, ExampleArtifactCompiler, ExampleTarget
+from cubecl_example.compiler import ExampleArtifactCompiler, ExampleTarget
 from cubecl_example.runtime import ExampleRuntime
-from cubecl_server.backends.cpu.compiler import CpuCompiler
-from cubecl_server.compiler import Compiler, StoreNames
-from cubecl_server.plugins import hookimpl
-from cubecl_server.runtime import BackendDescriptor
-from cubecl_server.server import ComputeServer
-
-NAME = "example"
+from cubecl_server.backend import BackendDescriptor, backend_compiler, hookimpl
 
 
 @hookimpl
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
-    """The ``example`` backend."""
-    return [BackendDescriptor(NAME, ExampleRuntime, STORE_NAMES, "cubecl_example")]
-
-
-@hookimpl
-def cubecl_server_compiler(backend: str) -> Compiler | None:
-    """IR to NumPy source: the cpu backend's Compiler, reused."""
-    return CpuCompiler() if backend == NAME else None
-
-
-@hookimpl
-def cubecl_server_artifact_compiler(backend: str, compiler: Compiler,
-                                    server: ComputeServer) -> ExampleArtifactCompiler | None:
-    """Lower with ``compiler``, finalize into code objects."""
-    return ExampleArtifactCompiler(compiler) if backend == NAME else None
-
-
-@hookimpl
-def cubecl_server_compilation_target(backend: str, server: ComputeServer,
-                                     store_names: StoreNames,
-                                     variant: str) -> ExampleTarget | None:
-    """Load code objects, store under ``variant``."""
-    return ExampleTarget(store_names, variant) if backend == NAME else None
+    """The ``example`` backend: the cpu backend's lowering to NumPy source, and its
+    own runtime, storage, artifacts (code objects) and store."""
+    return [BackendDescriptor(
+        name="example", package="cubecl_example", runtime=ExampleRuntime,
+        compiler=lambda capabilities: backend_compiler("cpu", capabilities),
+        artifact_compiler=lambda compiler, server: ExampleArtifactCompiler(compiler),
+        target=lambda server, store: ExampleTarget(store),
+    )]

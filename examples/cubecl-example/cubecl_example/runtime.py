@@ -7,11 +7,16 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cubecl_server.device import Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.backend import (
+    Binding,
+    Capabilities,
+    CubeCount,
+    CubeDim,
+    DeviceInfo,
+    DeviceKind,
+    StorageId,
+)
 from cubecl_server.ir import Elem
-from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.server import Binding
-from cubecl_server.storage import StorageId
 
 CAPABILITIES = Capabilities(
     f64=True, f16=False, atomics=frozenset({Elem.I32, Elem.U32}),

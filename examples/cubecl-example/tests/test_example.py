@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cubecl_server.kernel import CubeCount, CubeDim, kernel
-from cubecl_server.lang import ABSOLUTE_POS, Array, f32
-from cubecl_server.runtime import create_client
+from cubecl_server.client import create_client
+from cubecl_server.lang import ABSOLUTE_POS, Array, CubeCount, CubeDim, f32, kernel
 
 
 @kernel

@@ -29,13 +29,19 @@ from typing import TYPE_CHECKING, Any
 
 from cubecl_cuda import nvrtc
 from cubecl_cuda.compiler import CudaCompiler, KernelRepr, Param
-from cubecl_server.compiler.contracts import Artifact
-from cubecl_server.compiler.record import CompilationRecording
-from cubecl_server.compiler.store import ArtifactStore, StoreNames, compilation_store
-from cubecl_server.errors import ArtifactRejected, BackendUnavailable, CompilationError
-from cubecl_server.execution import ExecutionMode
+from cubecl_server.backend import (
+    Artifact,
+    ArtifactRejected,
+    ArtifactStore,
+    BackendUnavailable,
+    CompilationError,
+    CompilationRecording,
+    CompiledKernel,
+    CubeDim,
+    ExecutionMode,
+    StoreNames,
+)
 from cubecl_server.ir import Kernel
-from cubecl_server.kernel import CompiledKernel, CubeDim
 
 if TYPE_CHECKING:
     from cubecl_cuda.server import CudaServer
@@ -119,8 +125,7 @@ class CudaArtifactCompiler:
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
         """IR to CUDA C++."""
-        with recording.stage("lower"):
-            return self.compiler.compile(kernel, cube_dim, mode)
+        return self.compiler.compile(kernel, cube_dim, mode)
 
     def source(self, compiled: CompiledKernel) -> bytes:
         """The source with everything else finalize depends on: options, architecture,
@@ -135,16 +140,15 @@ class CudaArtifactCompiler:
         """NVRTC to cubin and PTX; ``CompilationError`` with NVRTC's log and the
         generated lines it complains about."""
         name = f"{compiled.entry_point}.cu"
-        with recording.stage("finalize"):
-            try:
-                out = nvrtc.compile_source(compiled.source, name, self.options)
-            except nvrtc.NvrtcFailure as e:
-                lines = nvrtc.source_lines(e.log, compiled.source, name)
-                message = f"NVRTC {self.nvrtc_version} failed for {self.arch} ({e.status})"
-                if lines:
-                    message += "\ngenerated source:\n" + lines
-                raise CompilationError(message, kernel=compiled.name, backend=_BACKEND,
-                                       log=e.log) from None
+        try:
+            out = nvrtc.compile_source(compiled.source, name, self.options)
+        except nvrtc.NvrtcFailure as e:
+            lines = nvrtc.source_lines(e.log, compiled.source, name)
+            message = f"NVRTC {self.nvrtc_version} failed for {self.arch} ({e.status})"
+            if lines:
+                message += "\ngenerated source:\n" + lines
+            raise CompilationError(message, kernel=compiled.name, backend=_BACKEND,
+                                   log=e.log) from None
         assert out.cubin is not None  # self.arch is always a real sm_ target
         recording.add("nvrtc", out.ms, len(out.cubin))
         recording.add("ptx", 0.0, len(out.ptx))
@@ -177,18 +181,12 @@ class LoadedCudaKernel:
 
 
 class CudaTarget:
-    """Loads cuda artifacts as modules on one server's device; the store is the
-    environment's for this variant."""
+    """Loads cuda artifacts as modules on one server's device; its store is the one
+    the core opened for this architecture and NVRTC."""
 
-    def __init__(self, server: CudaServer, store_names: StoreNames, variant: str) -> None:
+    def __init__(self, server: CudaServer, store: ArtifactStore | None) -> None:
         self.server = server
-        self.store_names = store_names
-        self.variant = variant
-
-    @property
-    def store(self) -> ArtifactStore | None:
-        """The environment's store for this architecture and NVRTC."""
-        return compilation_store(_BACKEND, self.variant, self.store_names)
+        self.store = store
 
     def load(self, artifact: Artifact) -> LoadedCudaKernel:
         """A module from the cubin, or from the PTX where the driver refuses the cubin."""
@@ -212,29 +210,25 @@ class CudaTarget:
 
 
 class CompileOnlyTarget:
-    """The CompilationTarget of a machine without a GPU: the store of the variant, and
-    a load that checks the artifact is whole instead of handing it to a driver.
+    """The CompilationTarget of a machine without a GPU, for one architecture: the
+    store the core opened, and a load that checks the artifact is whole instead of
+    handing it to a driver.
 
     What it "loads" is the artifact itself. With it, the core's KernelLoader runs the
     whole compile path (cold, warm, rekeyed, a corrupt entry purged) on the host.
     """
 
-    def __init__(self, variant: str, store_names: StoreNames = STORE_NAMES) -> None:
-        self.variant = variant
-        self.store_names = store_names
-
-    @property
-    def store(self) -> ArtifactStore | None:
-        """The environment's store for this architecture and NVRTC."""
-        return compilation_store(_BACKEND, self.variant, self.store_names)
+    def __init__(self, arch: str, store: ArtifactStore | None = None) -> None:
+        self.arch = parse_arch(arch)
+        self.store = store
 
     def load(self, artifact: Artifact) -> Artifact:
         """The artifact, once its payload, header and architecture check out;
         ``ArtifactRejected`` otherwise (as a driver would refuse it)."""
         cubin, ptx = split_payload(artifact)
         arch = artifact.header.get("arch")
-        if not isinstance(arch, str) or not self.variant.startswith(arch + "-"):
-            raise ArtifactRejected(f"artifact for {arch!r} offered to {self.variant}")
+        if arch != self.arch:
+            raise ArtifactRejected(f"artifact for {arch!r} offered to {self.arch}")
         if not cubin.startswith(b"\x7fELF") or b".entry" not in ptx:
             raise ArtifactRejected("payload is not a cubin followed by PTX")
         return artifact

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cubecl_cuda.compiler import MAX_CUBE_DIM
 from cubecl_cuda.prelude import PLANE_SIZE
-from cubecl_server.device import Capabilities
+from cubecl_server.backend import Capabilities
 from cubecl_server.ir import Elem
 
 __all__ = ["MAX_GRID", "STATIC_SHARED_BYTES", "capabilities", "compile_only_capabilities"]

@@ -3,14 +3,14 @@
 The core's ``create_client`` needs ``Runtime.create_server``, which needs a device.
 :class:`CompileOnlyServer` stands where the server would: it names an architecture
 (``CUBECL_CUDA_ARCH``, default ``sm_90``) and declares ``device_present=False``, and
-the plugin's own hooks answer for it with the real ArtifactCompiler (NVRTC for that
+the descriptor's factories make for it the real ArtifactCompiler (NVRTC for that
 architecture) and a :class:`~cubecl_cuda.artifact.CompileOnlyTarget`. So everything
 up to finalize, the store included, runs as on a GPU of that architecture; only
 memory and launches are refused (``BackendUnavailable``).
 
-The plugin hands it to the core through ``cubecl_server_compile_only_server``, so
-``cubecl_server.runtime.create_client("cuda", compile_only=True)`` builds a client on
-it with the same hooks, loader and store as any other.
+The plugin's descriptor names it as its ``compile_only_server``, so
+``cubecl_server.client.create_client("cuda", compile_only=True)`` builds a client on
+it with the same parts, loader and store as any other.
 """
 
 from __future__ import annotations
@@ -24,10 +24,14 @@ from cubecl_cuda.artifact import default_arch, parse_arch
 from cubecl_cuda.capabilities import compile_only_capabilities
 from cubecl_cuda.runtime import NO_DEVICE
 from cubecl_cuda.storage import ALIGNMENT, CudaStorageId
-from cubecl_server.device import DeviceInfo, DeviceKind
-from cubecl_server.errors import BackendUnavailable
-from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.server import Binding
+from cubecl_server.backend import (
+    BackendUnavailable,
+    Binding,
+    CubeCount,
+    CubeDim,
+    DeviceInfo,
+    DeviceKind,
+)
 
 __all__ = ["CompileOnlyServer"]
 

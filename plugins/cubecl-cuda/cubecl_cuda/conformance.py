@@ -13,8 +13,7 @@ from __future__ import annotations
 import pytest
 
 from cubecl_cuda.ptxas import check_artifact, ptxas_path
-from cubecl_server.compiler.contracts import Artifact
-from cubecl_server.kernel import CompiledKernel
+from cubecl_server.backend import Artifact, CompiledKernel
 
 __all__ = ["pytest_cubecl_validate_artifact", "pytest_report_header"]
 

@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from cubecl_server.errors import BackendUnavailable
+from cubecl_server.backend import BackendUnavailable
 
 
 @cache

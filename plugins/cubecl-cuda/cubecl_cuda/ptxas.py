@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cubecl_cuda.artifact import split_payload
-from cubecl_server.compiler.contracts import Artifact
+from cubecl_server.backend import Artifact
 
 __all__ = ["PtxasResult", "ptxas_path", "check_ptx", "check_artifact", "ENV_PTXAS"]
 

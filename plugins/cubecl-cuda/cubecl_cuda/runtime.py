@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cubecl_server.device import DeviceInfo, DeviceKind
-from cubecl_server.errors import BackendUnavailable
+from cubecl_server.backend import BackendUnavailable, DeviceInfo, DeviceKind
 
 if TYPE_CHECKING:
     from cubecl_cuda.server import CudaServer

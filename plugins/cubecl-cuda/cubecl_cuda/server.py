@@ -14,10 +14,7 @@ from cubecl_cuda.artifact import LoadedCudaKernel
 from cubecl_cuda.capabilities import MAX_GRID, capabilities
 from cubecl_cuda.driver import MODULE_REJECTED, CudaError, cuda_error, status_name
 from cubecl_cuda.storage import CudaStorage
-from cubecl_server.device import DeviceInfo
-from cubecl_server.errors import ArtifactRejected
-from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.server import Binding
+from cubecl_server.backend import ArtifactRejected, Binding, CubeCount, CubeDim, DeviceInfo
 
 __all__ = ["CudaServer", "device_arch"]
 

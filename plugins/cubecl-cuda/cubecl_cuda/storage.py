@@ -9,7 +9,7 @@ import itertools
 import threading
 from typing import TYPE_CHECKING
 
-from cubecl_server.storage import storage_id_type
+from cubecl_server.backend import storage_id_type
 
 if TYPE_CHECKING:
     import cupy

@@ -39,9 +39,9 @@ import time
 import numpy as np
 
 from cubecl_server.compiler.record import CompilationRecord
-from cubecl_server.kernel import CubeCount, CubeDim, kernel
+from cubecl_server.lang import CubeCount, CubeDim, kernel
 from cubecl_server.lang import ABSOLUTE_POS, Array, f32
-from cubecl_server.runtime import create_client, recording
+from cubecl_server.client import create_client, recording
 from cubecl_server.timestamp_profiler import TimingMethod
 
 

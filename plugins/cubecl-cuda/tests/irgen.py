@@ -1,4 +1,5 @@
-"""IR kernels that, together, use every operation of ``cubecl_server.ir`` on every type.
+"""IR kernels that, together, use every operation of ``cubecl_server.ir`` on every type
+it allows (each passes the core's checker, as every kernel a backend lowers does).
 
 Built directly as IR (not through the kernel language) so each node the backend must
 lower is named here once: :func:`ops_kernel` covers the expressions, stores and
@@ -29,12 +30,12 @@ def load(array: str, elem: ir.Elem, index: ir.Expr = POS) -> ir.Load:
 def _binary_ops(t: ir.Elem) -> list[ir.BinOp]:
     b = ir.BinOp
     if t is E.BOOL:
-        return [b.AND, b.OR, b.BITAND, b.BITOR, b.BITXOR]
-    ops = [b.ADD, b.SUB, b.MUL, b.IDIV, b.REM]
+        return [b.AND, b.OR]
+    ops = [b.ADD, b.SUB, b.MUL, b.REM]
     if t.is_float:
         ops.append(b.DIV)
     else:
-        ops += [b.BITAND, b.BITOR, b.BITXOR, b.SHL, b.SHR]
+        ops += [b.IDIV, b.BITAND, b.BITOR, b.BITXOR, b.SHL, b.SHR]
     return ops
 
 
@@ -55,16 +56,19 @@ def ops_kernel(t: ir.Elem) -> ir.Kernel:
     z = ir.Var("s", t)
     body: list[ir.Stmt] = []
     values: list[ir.Expr] = [ir.Binary(op, x, y, t) for op in _binary_ops(t)]
-    flags = [ir.Binary(op, x, y, E.BOOL) for op in
-             (ir.BinOp.EQ, ir.BinOp.NE, ir.BinOp.LT, ir.BinOp.LE, ir.BinOp.GT, ir.BinOp.GE)]
+    compare = [ir.BinOp.EQ, ir.BinOp.NE]
+    if t is not E.BOOL:
+        compare += [ir.BinOp.LT, ir.BinOp.LE, ir.BinOp.GT, ir.BinOp.GE]
+    flags = [ir.Binary(op, x, y, E.BOOL) for op in compare]
     if t is E.BOOL:
-        values += [ir.Unary(ir.UnOp.NOT, x, t), ir.Unary(ir.UnOp.BITNOT, x, t)]
+        values.append(ir.Unary(ir.UnOp.NOT, x, t))
     else:
         values.append(ir.Unary(ir.UnOp.NEG, x, t))
         if t.is_int:
             values.append(ir.Unary(ir.UnOp.BITNOT, x, t))
         values += _math(t, x, y, z)
-        flags += [ir.Math(ir.MathFn.ISNAN, (x,), E.BOOL), ir.Math(ir.MathFn.ISINF, (x,), E.BOOL)]
+        if t.is_float:
+            flags += [ir.Math(fn, (x,), E.BOOL) for fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF)]
         values += [ir.PlaneOp(ir.PlaneFn.SUM, x, None, t), ir.PlaneOp(ir.PlaneFn.MAX, x, None, t)]
     values.append(ir.PlaneOp(ir.PlaneFn.BROADCAST, x, c(3, E.U32), t))
     values.append(ir.Select(load("flags", E.BOOL), x, z, t))
@@ -80,8 +84,8 @@ def ops_kernel(t: ir.Elem) -> ir.Kernel:
               ir.Param("flags", E.BOOL, True), ir.Param("s", t, False),
               *[ir.Param(f"cast_{d.value}", d, True) for d in ALL]]
     locals_ = [ir.Local("r", t)]
-    if t is not E.BOOL:
-        for op in ir.AtomicOp:
+    if t.is_int or t is E.F32:
+        for op in ir.AtomicOp if t.is_int else (ir.AtomicOp.ADD,):
             cmp = y if op is ir.AtomicOp.COMPARE_EXCHANGE else None
             body.append(ir.AtomicStmt(op, "out", POS, x, cmp, "r"))
             body.append(ir.AtomicStmt(op, "out", c(0, E.I32), z, cmp, None))
@@ -102,7 +106,7 @@ def _constants(t: ir.Elem) -> list[int | float | bool]:
     if t.is_float:
         return [0.1, -2.5, float("inf"), float("-inf"), float("nan"), 1e-300, 65504.0]
     lo = -(1 << (t.bits - 1)) if t.is_signed else 0
-    return [lo, (1 << (t.bits - 1 if t.is_signed else t.bits)) - 1, -1, 7]
+    return [lo, (1 << (t.bits - 1 if t.is_signed else t.bits)) - 1, 7]
 
 
 def control_kernel() -> ir.Kernel:
@@ -128,7 +132,7 @@ def control_kernel() -> ir.Kernel:
             ir.Assign("acc", ir.Binary(ir.BinOp.ADD, acc, k, i)),
             ir.Assign("k", c(1000, i)),  # does not change the trip count
         )),
-        ir.For("j", c(8, u), c(0, u), c(-2, u), (
+        ir.For("j", c(0, u), c(8, u), c(2, u), (
             ir.Assign("acc", ir.Binary(ir.BinOp.SUB, acc, ir.Cast(j, i), i)),), unroll=True),
         ir.For("k", c(10, i), c(-10, i), c(-3, i), (
             ir.Assign("acc", ir.Binary(ir.BinOp.MUL, acc, k, i)),)),
@@ -145,7 +149,7 @@ def control_kernel() -> ir.Kernel:
                  ir.Binary(ir.BinOp.ADD, acc, ir.Cast(total, i), i)),
         ir.Store("tile", c(0, u), ir.Load("tile", ir.Binary(
             ir.BinOp.SUB, ir.Builtin(ir.BuiltinName.CUBE_DIM), unit, u), E.F32)),
-        ir.AtomicStmt(ir.AtomicOp.MAX, "tile", c(3, u), c(2.0, E.F32), None, None),
+        ir.AtomicStmt(ir.AtomicOp.ADD, "tile", c(3, u), c(2.0, E.F32), None, None),
         ir.Barrier(),
     )
     return ir.Kernel(
@@ -153,7 +157,7 @@ def control_kernel() -> ir.Kernel:
                     ir.Param("n", u, False)),
         (ir.Local("acc", i), ir.Local("k", i), ir.Local("j", u), ir.Local("w", i),
          ir.Local("old", i)),
-        (ir.SharedArray("tile", E.F32, 256), ir.SharedArray("empty", E.F16, 0)),
+        (ir.SharedArray("tile", E.F32, 256), ir.SharedArray("half", E.F16, 1)),
         body)
 
 

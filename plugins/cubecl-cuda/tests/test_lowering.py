@@ -14,13 +14,13 @@ from cubecl_cuda.compiler import CudaCompiler
 from cubecl_cuda.ptxas import check_artifact
 
 from cubecl_server import ir
+from cubecl_server.client import create_client
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
 from cubecl_server.kernel import CubeDim
-from cubecl_server.runtime import create_client
 
 KERNELS = {k.name: k for k in [*(irgen.ops_kernel(t) for t in irgen.ALL),
                                irgen.control_kernel(), irgen.keyword_kernel()]}
@@ -48,7 +48,8 @@ def test_every_op_compiles_and_assembles(arch: str, name: str) -> None:
         assert cubin.startswith(b"\x7fELF")
         assert re.search(rb"^\.target " + arch.encode() + rb"\b", ptx, re.M)
         assert artifact.header["arch"] == arch
-        assert [s.name for s in rec.stages] == ["lower", "finalize", "nvrtc", "ptx"]
+        # The backend's own stages; the loader times lower and finalize around them.
+        assert [s.name for s in rec.stages] == ["nvrtc", "ptx"]
         result = check_artifact(artifact)
         assert result.ok, result.output
         # Relabelled only where this ptxas is older than NVRTC, and then said so.
@@ -60,16 +61,15 @@ def test_source_has_the_cuda_constructs() -> None:
     cc = CudaCompiler()
     control = cc.compile(KERNELS["control"], CubeDim(32, 2, 2), ExecutionMode.CHECKED).source
     assert 'extern "C" __global__ void __launch_bounds__(128)\ncubecl_control(' in control
-    assert "__shared__ float sh_tile[256];" in control
+    assert "__shared__ float s_tile[256];" in control
     assert control.count("__syncthreads();") == 3  # zeroing, and the kernel's two
     assert "#pragma unroll" in control
-    assert "(threadIdx.x + threadIdx.y * 32u + threadIdx.z * 64u)" in control
+    assert "b_UNIT_POS_X + b_UNIT_POS_Y * 32u + b_UNIT_POS_Z * 64u" in control
     ops = cc.compile(KERNELS["ops_f32"], CubeDim(64), ExecutionMode.UNCHECKED).source
-    for spelled in ("cc_plane_sum(", "cc_plane_broadcast(", "cc_atomic_compare_exchange(",
-                    "cc_erf(", "cc_rsqrt(", "cc_min(", "__shfl_xor_sync", "__activemask()",
-                    "fminf", "erff", "rsqrtf", "atomicCAS", "#include <cuda_fp16.h>"):
+    for spelled in ("cc_plane_sum(", "cc_plane_broadcast(", "atomicAdd(", "erff(", "sqrtf(",
+                    "fminf(", "__shfl_xor_sync", "__activemask()", "#include <cuda_fp16.h>"):
         assert spelled in ops, spelled
-    assert "cc_load(" not in ops.split('extern "C"')[1]  # unchecked: plain indexing
+    assert "cc_load_" not in ops  # unchecked: plain indexing
     assert "__uint_as_float(0x7fc00000u)" in ops  # nan, spelled by its bits
     assert "-0x1.4000000000000p+1f" in ops  # -2.5, exact
 
@@ -82,13 +82,13 @@ def test_names_are_kept_clear_of_cpp() -> None:
 
 
 def test_integer_literals_keep_their_type() -> None:
-    """The most negative values are spelled through their bits, others plainly."""
+    """The most negative values are spelled as ``-MAX - 1``, others plainly."""
     k = ir.Kernel("lits", (ir.Param("o", ir.Elem.I64, True), ir.Param("p", ir.Elem.I32, True)),
                   (), (), (ir.Store("o", irgen.c(0, ir.Elem.U32), irgen.c(-(1 << 63), ir.Elem.I64)),
                        ir.Store("p", irgen.c(0, ir.Elem.U32), irgen.c(-7, ir.Elem.I32)),
                        ir.Store("p", irgen.c(1, ir.Elem.U32), irgen.c(1 << 32, ir.Elem.I32))))
     src = CudaCompiler().compile(k, CubeDim(1), ExecutionMode.UNCHECKED).source
-    assert "((long long)9223372036854775808ull)" in src
+    assert "(-9223372036854775807ll - 1ll)" in src
     assert "p_p[0u] = (-7);" in src
     assert "p_p[1u] = 0;" in src  # 2**32 wraps to 0 in i32
 

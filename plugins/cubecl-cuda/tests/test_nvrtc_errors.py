@@ -9,13 +9,13 @@ import pytest
 from cubecl_cuda import compile_only_compiler
 
 from cubecl_server import ir
+from cubecl_server.client import create_client
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
 from cubecl_server.kernel import CubeDim
-from cubecl_server.runtime import create_client
 
 
 def _too_big() -> ir.Kernel:

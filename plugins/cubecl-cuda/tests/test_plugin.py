@@ -12,11 +12,11 @@ from cubecl_cuda import CompileOnlyTarget, compile_only_capabilities
 from cubecl_cuda.compiler import CudaCompiler
 from cubecl_cuda.runtime import NO_DEVICE, CudaRuntime
 
+from cubecl_server.backend import backend_compiler
+from cubecl_server.client import create_client
 from cubecl_server.errors import BackendUnavailable
-from cubecl_server.kernel import CubeDim, kernel
-from cubecl_server.lang import ABSOLUTE_POS, Array, f32
+from cubecl_server.lang import ABSOLUTE_POS, Array, CubeDim, f32, kernel
 from cubecl_server.plugins import registry, reset_registry
-from cubecl_server.runtime import create_client
 from cubecl_server.server import DeviceTimer
 from cubecl_server.timestamp_profiler import TimingMethod
 
@@ -67,18 +67,15 @@ def test_runtime_without_a_device() -> None:
         create_client("cuda")
 
 
-def test_hooks_answer_for_cuda_only() -> None:
-    """The Compiler hook answers for ``cuda``; the ArtifactCompiler hook needs one of
-    the plugin's servers (a CudaServer on a GPU, or the CompileOnlyServer)."""
+def test_the_descriptor_makes_the_cuda_compiler() -> None:
+    """The Compiler resolved for ``cuda`` is the descriptor's CUDA C++ one (for ``cuda``
+    only), and the store's maps keep their cuda names."""
     reset_registry()
-    reg = registry()
-    compiler = reg.call_firstresult("cubecl_server_compiler", backend="cuda")
+    caps = compile_only_capabilities()
+    compiler = backend_compiler("cuda", caps)
     assert isinstance(compiler, CudaCompiler) and compiler.extension == "cu"
-    assert not isinstance(reg.call_firstresult("cubecl_server_compiler", backend="cpu"),
-                          CudaCompiler)
-    assert reg.call_firstresult("cubecl_server_artifact_compiler", backend="cuda",
-                                compiler=compiler, server=None) is None
-    assert reg.descriptor("cuda").store_names.kernels == "cuda-cubin"
+    assert not isinstance(backend_compiler("cpu", caps), CudaCompiler)
+    assert registry().descriptor("cuda").store_names.kernels == "cuda-cubin"
 
 
 def test_compile_only_capabilities() -> None:

@@ -17,6 +17,7 @@ from cubecl_cuda.artifact import (
     split_payload,
 )
 
+from cubecl_server.client import create_client
 from cubecl_server.compiler.contracts import Artifact
 from cubecl_server.compiler.key import ArtifactId, KernelCacheKey, build_id_hash
 from cubecl_server.compiler.loader import KernelLoader
@@ -31,7 +32,6 @@ from cubecl_server.errors import ArtifactRejected
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
 from cubecl_server.kernel import CompiledKernel, CubeDim
-from cubecl_server.runtime import create_client
 
 NVRTC = "{}.{}".format(*nvrtc.version())
 
@@ -97,7 +97,7 @@ def test_sm80_and_sm90_artifacts_differ_and_never_share() -> None:
     assert s80.put(key, arts[0])
     assert s90.get(key) is None and s80.get(key) == arts[0]
     with pytest.raises(ArtifactRejected, match="offered to"):
-        CompileOnlyTarget(a90.variant).load(arts[0])
+        CompileOnlyTarget(a90.arch).load(arts[0])
 
 
 def _lowered(ac: CudaArtifactCompiler) -> CompiledKernel:

@@ -48,8 +48,8 @@ def _child_demo() -> dict[str, Any]:
     """In a fresh process: obtain each demo kernel, then its first result, then hot runs."""
     import numpy as np
 
+    from cubecl_server.client import create_client, recording
     from cubecl_server.demo import DEMO_KERNELS
-    from cubecl_server.runtime import create_client, recording
 
     c = create_client("opencl")
     rng = np.random.default_rng(0)
@@ -78,9 +78,9 @@ def _child_overhead(launches: int, rounds: int) -> dict[str, float]:
     of the raw PyOpenCL call of the same kernel on the same buffers (microseconds)."""
     import numpy as np
 
+    from cubecl_server.client import create_client
     from cubecl_server.demo import saxpy
     from cubecl_server.kernel import CubeCount, CubeDim
-    from cubecl_server.runtime import create_client
 
     c = create_client("opencl")
     n = 1024
@@ -168,9 +168,9 @@ def _child_first_result(mode: str) -> dict[str, float]:
         out = np.empty_like(x)
         cl.enqueue_copy(q, out, bo)
     else:
+        from cubecl_server.client import create_client
         from cubecl_server.demo import saxpy
         from cubecl_server.kernel import CubeCount, CubeDim
-        from cubecl_server.runtime import create_client
 
         t0 = time.perf_counter()
         c = create_client("opencl")

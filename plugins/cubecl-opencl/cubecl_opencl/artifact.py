@@ -17,13 +17,17 @@ from typing import TYPE_CHECKING
 import pyopencl as cl
 from pyopencl import _cl
 
-from cubecl_server.compiler.contracts import Artifact
-from cubecl_server.compiler.record import CompilationRecording
-from cubecl_server.compiler.store import ArtifactStore, StoreNames, compilation_store
-from cubecl_server.errors import ArtifactRejected, CompilationError
-from cubecl_server.execution import ExecutionMode
+from cubecl_server.backend import (
+    Artifact,
+    ArtifactRejected,
+    ArtifactStore,
+    CompilationError,
+    CompilationRecording,
+    CompiledKernel,
+    CubeDim,
+    ExecutionMode,
+)
 from cubecl_server.ir import Kernel
-from cubecl_server.kernel import CompiledKernel, CubeDim
 
 from . import BACKEND, pocl
 from .compiler import ArrayArg, KernelLayout, Need, OpenclCompiler, ScalarArg
@@ -130,8 +134,7 @@ class OpenclArtifactCompiler:
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
         """IR to OpenCL C, refusing what the device cannot run before anything is built."""
-        with recording.stage("lower"):
-            compiled = self.compiler.compile(kernel, cube_dim, mode)
+        compiled = self.compiler.compile(kernel, cube_dim, mode)
         layout: KernelLayout = compiled.repr
         f = self.features
         have = {Need.FP64: f.fp64, Need.FP16: f.fp16, Need.INT64_ATOMICS: f.int64_atomics,
@@ -159,8 +162,7 @@ class OpenclArtifactCompiler:
 
     def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> Artifact:
         """Build the program for the device and keep its ``CL_PROGRAM_BINARIES``."""
-        with recording.stage("finalize"):
-            payload = self.build(compiled.name, compiled.source)
+        payload = self.build(compiled.name, compiled.source)
         recording.add("artifact", 0.0, len(payload))
         layout: KernelLayout = compiled.repr
         return Artifact(KIND, payload, {
@@ -234,21 +236,15 @@ class LoadedKernel:
 
 
 class OpenclTarget:
-    """Loads program binaries on the server's context; the store is the environment's
-    for this platform, device and driver."""
+    """Loads program binaries on the server's context; its store is the one the core
+    opened for this platform, device and driver."""
 
-    def __init__(self, context: cl.Context, device: cl.Device, store_names: StoreNames,
-                 variant: str) -> None:
+    def __init__(self, context: cl.Context, device: cl.Device,
+                 store: ArtifactStore | None) -> None:
         self.context = context
         self.device = device
-        self.store_names = store_names
-        self.variant = variant
+        self.store = store
         self._on_pocl = pocl.is_pocl(device.platform.name)
-
-    @property
-    def store(self) -> ArtifactStore | None:
-        """The environment's store for this variant (None when caching is off)."""
-        return compilation_store(BACKEND, self.variant, self.store_names)
 
     def load(self, artifact: Artifact) -> LoadedKernel:
         """Program from binary, built for the device, and its kernel object.

@@ -1,4 +1,4 @@
-"""The ``opencl`` backend's hook implementations: the same contract the cpu backend meets.
+"""The ``opencl`` backend's plugin: its descriptor, the same contract the cpu backend meets.
 
 PyOpenCL is imported only when an opencl client is made (or its devices listed), so
 a machine without it still discovers the plugin and reports the backend unavailable.
@@ -6,25 +6,26 @@ a machine without it still discovers the plugin and reports the backend unavaila
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from cubecl_server.compiler.contracts import Compiler
-from cubecl_server.compiler.store import StoreNames
-from cubecl_server.errors import BackendUnavailable
-from cubecl_server.plugins.hookspecs import hookimpl
-from cubecl_server.runtime import BackendDescriptor, Runtime
-from cubecl_server.server import ComputeServer
+from cubecl_server.backend import (
+    ArtifactStore,
+    BackendDescriptor,
+    BackendUnavailable,
+    Compiler,
+    ComputeServer,
+    Runtime,
+    hookimpl,
+)
 
 from . import BACKEND, STORE_NAMES
 from .compiler import OpenclCompiler
 
 if TYPE_CHECKING:
     from .artifact import OpenclArtifactCompiler, OpenclTarget
+    from .server import OpenclServer
 
-__all__ = [
-    "cubecl_server_register_backends", "cubecl_server_compiler",
-    "cubecl_server_artifact_compiler", "cubecl_server_compilation_target",
-]
+__all__ = ["cubecl_server_register_backends", "opencl_runtime"]
 
 
 def opencl_runtime() -> Runtime:
@@ -37,41 +38,28 @@ def opencl_runtime() -> Runtime:
     return OpenclRuntime()
 
 
-@hookimpl
-def cubecl_server_register_backends() -> list[BackendDescriptor]:
-    """The ``opencl`` backend."""
-    return [BackendDescriptor(BACKEND, opencl_runtime, STORE_NAMES, "cubecl_opencl")]
-
-
-@hookimpl
-def cubecl_server_compiler(backend: str) -> Compiler | None:
-    """IR to OpenCL C, for ``opencl``."""
-    return OpenclCompiler() if backend == BACKEND else None
-
-
-@hookimpl
-def cubecl_server_artifact_compiler(backend: str, compiler: Compiler,
-                                    server: ComputeServer) -> OpenclArtifactCompiler | None:
-    """OpenCL C to a program binary for the server's device, for ``opencl``."""
-    from .server import OpenclServer
-
-    if backend != BACKEND or not isinstance(compiler, OpenclCompiler) \
-            or not isinstance(server, OpenclServer):
-        return None
+def _artifact_compiler(compiler: Compiler, server: ComputeServer) -> OpenclArtifactCompiler:
+    """OpenCL C to a program binary for the server's device."""
     from .artifact import OpenclArtifactCompiler
 
-    return OpenclArtifactCompiler(compiler, server.cl_device, server.features)
+    cl_server = cast("OpenclServer", server)
+    return OpenclArtifactCompiler(cast(OpenclCompiler, compiler), cl_server.cl_device,
+                                  cl_server.features)
+
+
+def _target(server: ComputeServer, store: ArtifactStore | None) -> OpenclTarget:
+    """Program binaries loaded on the server's context."""
+    from .artifact import OpenclTarget
+
+    cl_server = cast("OpenclServer", server)
+    return OpenclTarget(cl_server.context, cl_server.cl_device, store)
 
 
 @hookimpl
-def cubecl_server_compilation_target(backend: str, server: ComputeServer,
-                                     store_names: StoreNames,
-                                     variant: str) -> OpenclTarget | None:
-    """Program binaries loaded on the server's context, for ``opencl``."""
-    from .server import OpenclServer
-
-    if backend != BACKEND or not isinstance(server, OpenclServer):
-        return None
-    from .artifact import OpenclTarget
-
-    return OpenclTarget(server.context, server.cl_device, store_names, variant)
+def cubecl_server_register_backends() -> list[BackendDescriptor]:
+    """The ``opencl`` backend: IR to OpenCL C, built into program binaries."""
+    return [BackendDescriptor(
+        name=BACKEND, package="cubecl_opencl", runtime=opencl_runtime,
+        compiler=lambda capabilities: OpenclCompiler(),
+        artifact_compiler=_artifact_compiler, target=_target, store_names=STORE_NAMES,
+    )]

@@ -6,8 +6,7 @@ import os
 
 import pyopencl as cl
 
-from cubecl_server.device import DeviceInfo
-from cubecl_server.errors import BackendUnavailable
+from cubecl_server.backend import BackendUnavailable, DeviceInfo
 
 from . import BACKEND, pocl
 from .device import device_info, features_of

@@ -8,9 +8,7 @@ from functools import lru_cache
 import numpy as np
 import pyopencl as cl
 
-from cubecl_server.device import Capabilities, DeviceInfo
-from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.server import Binding
+from cubecl_server.backend import Binding, Capabilities, CubeCount, CubeDim, DeviceInfo
 
 from . import BACKEND
 from .artifact import LoadedKernel

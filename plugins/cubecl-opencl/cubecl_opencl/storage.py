@@ -7,7 +7,7 @@ import threading
 
 import pyopencl as cl
 
-from cubecl_server.storage import StorageId
+from cubecl_server.backend import StorageId
 
 from .device import DeviceFeatures
 from .errors import cl_error, is_out_of_memory

@@ -19,9 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.config import reload_config
-from cubecl_server.runtime import create_client
 
 _ENV = ("CUBECL_ENVIRONMENT", "CUBECL_BUILD_ID", "CUBECL_COMPILATION_CACHE",
         "CUBECL_COMPILATION_RECORD", "CUBECL_BACKEND", "CUBECL_EXECUTION_MODE",

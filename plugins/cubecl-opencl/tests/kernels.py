@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from cubecl_server.kernel import kernel
-from cubecl_server.lang import ABSOLUTE_POS, Array, f32
+from cubecl_server.lang import ABSOLUTE_POS, Array, f32, kernel
 
 
 @kernel

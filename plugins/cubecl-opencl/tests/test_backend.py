@@ -17,7 +17,7 @@ from cubecl_opencl.compiler import OpenclCompiler
 from cubecl_opencl.runtime import ENV_DEVICE, OpenclRuntime, platform_devices
 
 from cubecl_server import ir
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.compiler.contracts import Artifact
 from cubecl_server.compiler.key import KernelCacheKey
 from cubecl_server.compiler.record import CompilationOutcome, CompilationRecording
@@ -25,7 +25,6 @@ from cubecl_server.driver import DriverError
 from cubecl_server.errors import BackendUnavailable, CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CompiledKernel, CubeCount, CubeDim
-from cubecl_server.runtime import create_client, recording
 from cubecl_server.server import Binding
 
 from .irkit import POS, E, guarded, launch, load, make

@@ -22,14 +22,13 @@ import pytest
 from cubecl_opencl import pocl
 from cubecl_opencl.artifact import OpenclTarget, program_key
 
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.compiler.contracts import Artifact
 from cubecl_server.compiler.key import KernelCacheKey
 from cubecl_server.compiler.record import CompilationOutcome, CompilationRecording
 from cubecl_server.conformance.suite.test_compile_path import run_concurrent_waves
 from cubecl_server.errors import ArtifactRejected
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.runtime import create_client, recording
 
 from .kernels import double
 
@@ -72,7 +71,7 @@ def test_eight_processes_with_pocl_cache_off(tmp_path: Path) -> None:
 
 _LOCK_CHILD = textwrap.dedent("""
     import json, sys, time
-    from cubecl_server.runtime import create_client
+    from cubecl_server.client import create_client
     from cubecl_opencl import pocl
     create_client("opencl")  # PoCL reads its settings; the module learns its cache dir
     key, log = sys.argv[1], sys.argv[2]
@@ -102,7 +101,7 @@ def test_a_program_lock_excludes_other_processes(tmp_path: Path) -> None:
 
 _PRIVATE_CHILD = textwrap.dedent("""
     import os, sys
-    from cubecl_server.runtime import create_client
+    from cubecl_server.client import create_client
     from cubecl_opencl import pocl
     create_client("opencl")
     print(pocl.private_topdir())

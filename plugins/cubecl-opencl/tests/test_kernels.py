@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 from cubecl_server import ir
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.config import reload_config
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
-from cubecl_server.kernel import CubeCount, CubeDim, kernel
 from cubecl_server.lang import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
@@ -24,6 +23,8 @@ from cubecl_server.lang import (
     UNIT_POS_X,
     UNIT_POS_Y,
     Array,
+    CubeCount,
+    CubeDim,
     bool_,
     ceil,
     clamp,
@@ -38,6 +39,7 @@ from cubecl_server.lang import (
     i64,
     isinf,
     isnan,
+    kernel,
     log,
     pow,
     rsqrt,
@@ -48,7 +50,6 @@ from cubecl_server.lang import (
     u32,
     u64,
 )
-from cubecl_server.runtime import create_client
 
 from .irkit import POS, UNIT, E, binop, c, guarded, launch, load, make, v
 

@@ -27,11 +27,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.compiler.key import ArtifactId
-from cubecl_server.kernel import CubeCount, CubeDim, kernel
-from cubecl_server.lang import ABSOLUTE_POS, Array, Comptime, f32
-from cubecl_server.runtime import create_client, recording
+from cubecl_server.lang import ABSOLUTE_POS, Array, Comptime, CubeCount, CubeDim, f32, kernel
 
 
 @kernel

@@ -19,15 +19,22 @@ from __future__ import annotations
 import hashlib
 import json
 
-from cubecl_server.compiler.contracts import Artifact, Compiler
-from cubecl_server.compiler.key import KernelCacheKey
-from cubecl_server.compiler.record import CompilationRecording
-from cubecl_server.compiler.store import ArtifactStore, StoreNames, compilation_store
-from cubecl_server.driver import DriverError
-from cubecl_server.errors import ArtifactRejected, CompilationError
-from cubecl_server.execution import ExecutionMode
+from cubecl_server.backend import (
+    Artifact,
+    ArtifactRejected,
+    ArtifactStore,
+    CompilationError,
+    CompilationRecording,
+    CompiledKernel,
+    Compiler,
+    CubeDim,
+    DriverError,
+    ExecutionMode,
+    KernelCacheKey,
+    StoreNames,
+    compilation_store,
+)
 from cubecl_server.ir import Kernel
-from cubecl_server.kernel import CompiledKernel, CubeDim
 from cubecl_vulkan import glslang
 from cubecl_vulkan.compiler import ShaderLayout, VulkanCompiler
 from cubecl_vulkan.device import BACKEND, PhysicalDevice
@@ -86,8 +93,7 @@ class VulkanArtifactCompiler:
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
         """IR to GLSL 450 compute source."""
-        with recording.stage("lower"):
-            return self.compiler.compile(kernel, cube_dim, mode)
+        return self.compiler.compile(kernel, cube_dim, mode)
 
     def source(self, compiled: CompiledKernel) -> bytes | None:
         """The GLSL, the layout and the glslang version and options: all finalize sees."""
@@ -106,14 +112,13 @@ class VulkanArtifactCompiler:
                 "glslangValidator not found: install glslang-tools, `pip install "
                 f"cubecl-vulkan[glslang]`, or point {glslang.ENV_GLSLANG} at one",
                 kernel=compiled.name, backend=BACKEND)
-        with recording.stage("finalize"):
-            try:
-                spirv = tools.compile(compiled.source, compiled.name)
-            except glslang.GlslangError as e:
-                context = _offending(compiled.source, e.log)
-                log = e.log + ("\n--- generated GLSL ---\n" + context if context else "")
-                raise CompilationError(str(e), kernel=compiled.name, backend=BACKEND,
-                                       log=log) from e
+        try:
+            spirv = tools.compile(compiled.source, compiled.name)
+        except glslang.GlslangError as e:
+            context = _offending(compiled.source, e.log)
+            log = e.log + ("\n--- generated GLSL ---\n" + context if context else "")
+            raise CompilationError(str(e), kernel=compiled.name, backend=BACKEND,
+                                   log=log) from e
         recording.add("artifact", 0.0, len(spirv))
         header = {**layout.to_header(), "kernel": compiled.name, "glslang": tools.describe()}
         return Artifact(KIND, spirv, header)
@@ -128,22 +133,18 @@ def pipeline_cache_key(artifact: Artifact) -> KernelCacheKey:
 
 
 class VulkanTarget:
-    """Loads SPIR-V as compute pipelines on one server's device."""
+    """Loads SPIR-V as compute pipelines on one server's device; its store is the one
+    the core opened for the device's variant."""
 
-    def __init__(self, server: VulkanServer, store_names: StoreNames, variant: str) -> None:
+    def __init__(self, server: VulkanServer, store: ArtifactStore | None) -> None:
         self.server = server
-        self.store_names = store_names
-        self.variant = variant
-
-    @property
-    def store(self) -> ArtifactStore | None:
-        """The environment's store for this device's variant."""
-        return compilation_store(BACKEND, self.variant, self.store_names)
+        self.store = store
 
     @property
     def pipeline_caches(self) -> ArtifactStore | None:
-        """The map of pipeline-cache data, beside the artifacts of the same variant."""
-        return compilation_store(BACKEND, self.variant, PIPELINE_CACHE_NAMES)
+        """The map of pipeline-cache data, beside the artifacts of the device's variant
+        (None when caching is off)."""
+        return compilation_store(BACKEND, self.server.physical.variant, PIPELINE_CACHE_NAMES)
 
     def load(self, artifact: Artifact) -> LoadedKernel:
         """Create the artifact's pipeline, seeded with stored pipeline-cache data.

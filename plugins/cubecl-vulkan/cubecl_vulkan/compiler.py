@@ -1,4 +1,10 @@
-"""The ``vulkan`` backend's Compiler: IR -> a GLSL 450 compute shader.
+"""The ``vulkan`` backend's Compiler: IR -> a GLSL 450 compute shader, through the
+core's C-family emitter (:class:`cubecl_server.backend.CEmitter`) with the GLSL
+dialect here. GLSL is C's syntax for every statement and expression the IR has, so
+the emitter's lowering (loops, checked memory, division by zero, wrapping...) is
+shared with the C-like backends; the dialect spells what GLSL spells otherwise:
+constructor casts, no pointers (an atomic takes the element itself, and a checked
+load is a function per array), buffers and shared arrays declared outside ``main``.
 
 The shader's interface (what :class:`ShaderLayout` records and the server fills):
 
@@ -18,16 +24,12 @@ The shader's interface (what :class:`ShaderLayout` records and the server fills)
   ``restrict`` (two parameters may be one buffer).
 - The cube dim is ``local_size_x/y/z``: part of the ArtifactId, so a constant here.
 
-Semantics, where GLSL differs from the IR (``cubecl_server.ir``): integer ``IDIV``
-and ``REM`` truncate toward zero and a division by zero gives 0 (so does
-``MIN / -1``, whose quotient wraps); shifts take the amount modulo the width;
+What the dialect chooses: signed arithmetic wraps as written (SPIR-V's does);
 ``MIN``/``MAX``/``CLAMP`` of floats return the non-NaN operand; ``erf``, ``pow`` and
 ``tanh`` are implemented here (GLSL's are undefined for negative bases, or lose
 accuracy); float ``REM`` is C's ``fmod``, exact. f16 transcendental functions
 are evaluated in f32; f64 ``exp log sin cos tanh erf pow`` (GLSL has none for
 double) are written here in double precision (see ``_f64_helpers``: a few ulp).
-Locals start at zero. Checked
-mode reads 0 outside an array and drops stores (and atomics) outside it.
 
 Device-dependent parts come from :class:`ShaderFeatures`: f64 needs
 ``shaderFloat64``, i64/u64 ``shaderInt64``, f16 ``shaderFloat16`` plus 16-bit
@@ -35,52 +37,56 @@ storage, bool arrays 8-bit storage, 64-bit atomics the Int64Atomics features, f3
 atomic add ``VK_EXT_shader_atomic_float``, plane operations subgroup basic,
 arithmetic and shuffle in compute (``PLANE_DIM = gl_SubgroupSize``). A kernel that
 needs what the device lacks raises ``CompilationError`` saying which feature; those
-refusals, and the device's limits, are all it checks: the IR has passed the core's
-:func:`cubecl_server.ir_check.check_kernel` (``docs/ir.md``'s rules) before it gets
-here. ``and``/``or`` are GLSL's ``&&``/``||``, which short-circuit as the IR's do.
+refusals, and the device's limits, are all it checks.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import struct
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from cubecl_server import ir
-from cubecl_server.errors import CompilationError
-from cubecl_server.execution import ExecutionMode
-from cubecl_server.kernel import CompiledKernel, CubeDim
+from cubecl_server.backend import (
+    ArrayRef,
+    CEmitter,
+    CompiledKernel,
+    CubeDim,
+    ExecutionMode,
+    StandardC,
+)
 
 __all__ = ["ShaderFeatures", "MetaEntry", "ArrayBinding", "ShaderLayout", "VulkanCompiler"]
 
-_BACKEND = "vulkan"
+Elem = ir.Elem
+B = ir.BuiltinName
 
-_TYPES = {ir.Elem.F16: "float16_t", ir.Elem.F32: "float", ir.Elem.F64: "double",
-          ir.Elem.I32: "int", ir.Elem.I64: "int64_t", ir.Elem.U32: "uint",
-          ir.Elem.U64: "uint64_t", ir.Elem.BOOL: "bool"}
-_INT_SUFFIX = {ir.Elem.I32: "", ir.Elem.U32: "u", ir.Elem.I64: "l", ir.Elem.U64: "ul"}
-_ARITH = {ir.BinOp.ADD: "+", ir.BinOp.SUB: "-", ir.BinOp.MUL: "*"}
-_BITWISE = {ir.BinOp.BITAND: "&", ir.BinOp.BITOR: "|", ir.BinOp.BITXOR: "^"}
-_BOOL_BITWISE = {ir.BinOp.BITAND: "&&", ir.BinOp.BITOR: "||", ir.BinOp.BITXOR: "!="}
-_COMPARE = {ir.BinOp.EQ: "==", ir.BinOp.NE: "!=", ir.BinOp.LT: "<", ir.BinOp.LE: "<=",
-            ir.BinOp.GT: ">", ir.BinOp.GE: ">="}
-# Functions GLSL has for float (f32) arguments with the IR's meaning.
-_GLSL_FNS = {ir.MathFn.EXP: "exp", ir.MathFn.LOG: "log", ir.MathFn.SQRT: "sqrt",
-             ir.MathFn.RSQRT: "inversesqrt", ir.MathFn.SIN: "sin", ir.MathFn.COS: "cos",
-             ir.MathFn.FLOOR: "floor", ir.MathFn.CEIL: "ceil"}
+_TYPES = {Elem.F16: "float16_t", Elem.F32: "float", Elem.F64: "double",
+          Elem.I32: "int", Elem.I64: "int64_t", Elem.U32: "uint",
+          Elem.U64: "uint64_t", Elem.BOOL: "bool"}
+# C math functions GLSL has for float (f32) arguments with the IR's meaning.
+_GLSL_FNS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "inversesqrt",
+             "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil"}
 # Of those, the ones GLSL also has for double.
-_DOUBLE_FNS = frozenset({ir.MathFn.SQRT, ir.MathFn.RSQRT, ir.MathFn.FLOOR, ir.MathFn.CEIL})
-_OWN_FNS = {ir.MathFn.TANH: "_tanh", ir.MathFn.ERF: "_erf", ir.MathFn.POW: "_pow"}
+_DOUBLE_FNS = frozenset({"sqrt", "rsqrt", "floor", "ceil"})
+_OWN_FNS = {"tanh": "_tanh", "erf": "_erf", "pow": "_pow"}
 _ATOMIC_FNS = {ir.AtomicOp.ADD: "atomicAdd", ir.AtomicOp.SUB: "atomicAdd",
                ir.AtomicOp.MAX: "atomicMax", ir.AtomicOp.MIN: "atomicMin",
                ir.AtomicOp.EXCHANGE: "atomicExchange",
                ir.AtomicOp.COMPARE_EXCHANGE: "atomicCompSwap"}
-_RESERVED = re.compile(r"^gl_|__")
+_BUILTINS = {
+    B.UNIT_POS: "gl_LocalInvocationIndex", B.UNIT_POS_X: "gl_LocalInvocationID.x",
+    B.UNIT_POS_Y: "gl_LocalInvocationID.y", B.UNIT_POS_Z: "gl_LocalInvocationID.z",
+    B.CUBE_POS: "cube_", B.CUBE_POS_X: "cpos_.x", B.CUBE_POS_Y: "cpos_.y",
+    B.CUBE_POS_Z: "cpos_.z", B.CUBE_COUNT_X: "count_.x", B.CUBE_COUNT_Y: "count_.y",
+    B.CUBE_COUNT_Z: "count_.z", B.PLANE_DIM: "gl_SubgroupSize",
+    B.UNIT_POS_PLANE: "gl_SubgroupInvocationID",
+}
 
 
 @dataclass(frozen=True)
@@ -179,10 +185,13 @@ class VulkanCompiler:
                 mode: ExecutionMode) -> CompiledKernel:
         """Lower ``kernel`` for work groups of ``cube_dim`` in ``mode``; the layout is
         the CompiledKernel's ``repr``."""
-        emitter = _Emitter(kernel, cube_dim, mode, self.features)
-        source = emitter.shader()
+        d = GlslDialect(self.features)
+        e = CEmitter(kernel, cube_dim, mode, d)
+        source = e.program()
+        layout = ShaderLayout(tuple(ArrayBinding(p.name, p.elem, p.name in e.written)
+                                    for p in e.arrays.values()), tuple(d.meta), e.dim)
         return CompiledKernel(name=kernel.name, entry_point="main", source=source,
-                              extension=self.extension, repr=emitter.layout())
+                              extension=self.extension, repr=layout)
 
 
 # ---------------------------------------------------------------- helper functions
@@ -191,21 +200,26 @@ _HELPERS: dict[str, str] = {
     "fminmax": """\
 {T} _fmin({T} a, {T} b) {{ return isnan(a) ? b : (isnan(b) ? a : min(a, b)); }}
 {T} _fmax({T} a, {T} b) {{ return isnan(a) ? b : (isnan(b) ? a : max(a, b)); }}""",
-    "sdiv": """\
-{T} _idiv({T} a, {T} b) {{ return b == {T}(0) ? {T}(0) : (b == {T}(-1) ? -a : a / b); }}
-{T} _irem({T} a, {T} b) {{ return (b == {T}(0) || b == {T}(-1)) ? {T}(0) : a - (a / b) * b; }}""",
-    "udiv": """\
-{T} _idiv({T} a, {T} b) {{ return b == {T}(0) ? {T}(0) : a / b; }}
-{T} _irem({T} a, {T} b) {{ return b == {T}(0) ? {T}(0) : a % b; }}""",
     "broadcast": """\
 {T} _broadcast({T} v, uint lane) {{
     {T} r = subgroupShuffle(v, lane < gl_SubgroupSize ? lane : 0u);
     return lane < gl_SubgroupSize ? r : {T}(0);
 }}""",
-    "fdiv": """\
-{T} _idiv({T} a, {T} b) {{ return trunc(a / b); }}""",
     # C's fmod, exactly: subtract the divisor scaled to the remainder's binade; each
     # subtraction is exact (Sterbenz), so the result is the true remainder.
+    # f64 to f16 rounded once: to f32 rounding to odd (truncated, the last bit set where
+    # inexact), whose extra bits then round to nearest exactly as from the f64 (drivers
+    # go through f32 rounding to nearest, which rounds twice).
+    "f64_to_f16": """\
+float16_t _f64_to_f16(double x) {
+    float f = float(x);
+    if (double(f) != x && !isinf(f)) {
+        uint b = floatBitsToUint(f);
+        if (abs(double(f)) > abs(x)) b -= 1u;
+        f = uintBitsToFloat(b | 1u);
+    }
+    return float16_t(f);
+}""",
     "fmod": """\
 {T} _fmod({T} a, {T} b) {{
     if (isnan(a) || isnan(b) || isinf(a) || b == {T}(0)) return {T}(uintBitsToFloat(0x7fc00000u));
@@ -481,26 +495,16 @@ double _pow_d(double x, double y) {{
 
 _HELPERS.update(_f64_helpers())
 # The f64 functions written above, and the helpers each one needs before it.
-_F64_FNS = {ir.MathFn.EXP: "exp_d", ir.MathFn.LOG: "log_d", ir.MathFn.SIN: "sin_d",
-            ir.MathFn.COS: "cos_d", ir.MathFn.TANH: "tanh_d", ir.MathFn.ERF: "erf_d",
-            ir.MathFn.POW: "pow_d"}
+_F64_FNS = {"exp": "exp_d", "log": "log_d", "sin": "sin_d", "cos": "cos_d",
+            "tanh": "tanh_d", "erf": "erf_d", "pow": "pow_d"}
 _F64_DEPS = {"sin_d": ("exp_d", "reduce_big_d", "sincos_d"),
              "cos_d": ("exp_d", "reduce_big_d", "sincos_d"),
              "tanh_d": ("exp_d", "expm1_d"), "erf_d": ("exp_d",),
              "pow_d": ("exp_d", "log_d")}
 
 
-def _mangle(name: str) -> str:
-    """A GLSL identifier for an IR name: ASCII word characters, no ``gl_`` prefix and
-    no double underscore (both reserved)."""
-    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    while "__" in out:
-        out = out.replace("__", "_")
-    return out
-
-
-def _float_text(v: float, elem: ir.Elem) -> str:
-    if elem is ir.Elem.F64:
+def _float_text(v: float, elem: Elem) -> str:
+    if elem is Elem.F64:
         if math.isfinite(v):
             return f"{v!r}lf"
         bits = struct.unpack("<Q", struct.pack("<d", v))[0]
@@ -511,100 +515,28 @@ def _float_text(v: float, elem: ir.Elem) -> str:
         text = repr(f32)
     else:
         text = f"uintBitsToFloat({int(np.float32(f32).view(np.uint32)):#010x}u)"
-    return text if elem is ir.Elem.F32 else f"float16_t({text})"
+    return text if elem is Elem.F32 else f"float16_t({text})"
 
 
-def _const(value: int | float | bool, elem: ir.Elem) -> str:
-    if elem is ir.Elem.BOOL:
-        return "true" if value else "false"
-    if elem.is_float:
-        return _float_text(float(value), elem)
-    bits = elem.bits
-    v = int(value) & ((1 << bits) - 1)
-    if elem.is_signed and v >= 1 << (bits - 1):
-        v -= 1 << bits
-    suffix = _INT_SUFFIX[elem]
-    if elem.is_signed and v == -(1 << (bits - 1)):
-        # The literal 2147483648 does not fit int: write the minimum as an expression.
-        return f"({v + 1}{suffix} - 1{suffix})"
-    return f"({v}{suffix})" if v < 0 else f"{v}{suffix}"
+class GlslDialect(StandardC):
+    """GLSL 450 for one device's :class:`ShaderFeatures`, as the module says; made per
+    kernel, since it allots the kernel's metadata words."""
 
+    backend = "vulkan"
+    types = _TYPES
+    bool_memory = "uint8_t"
+    int_suffixes: Mapping[Elem, str] = {Elem.I32: "", Elem.U32: "u", Elem.I64: "l",
+                                        Elem.U64: "ul"}
+    function_prefix = ""
+    signed_wraps = True
+    barrier = "groupMemoryBarrier(); barrier();"  # orders shared and buffer memory, waits
+    unroll = "[[unroll]]"
 
-class _Emitter:
-    """Writes one kernel's shader: a visitor over the IR's statements and expressions."""
-
-    def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode,
-                 features: ShaderFeatures) -> None:
-        self.k = kernel
+    def __init__(self, features: ShaderFeatures) -> None:
         self.f = features
-        self.dim = (cube_dim.x, cube_dim.y, cube_dim.z)
-        self.checked = mode is ExecutionMode.CHECKED
-        self.mode = mode
-        self.lines: list[str] = []
-        self.depth = 1
-        self.temps = 0
-        self.taken: set[str] = set()
-        self.extensions: set[str] = set()
-        self.helpers: dict[str, str] = {}
         self.meta: list[MetaEntry] = []
         self.meta_at: dict[tuple[str, int, int], int] = {}
         self.words = 0
-        self.arrays: dict[str, tuple[str, ir.Param, int]] = {}
-        self.scalars: dict[str, tuple[str, ir.Param, int]] = {}
-        self.locals: dict[str, tuple[str, ir.Local]] = {}
-        self.shared: dict[str, tuple[str, ir.SharedArray]] = {}
-        self._check_dim()
-        for p in kernel.params:
-            table = self.arrays if p.array else self.scalars
-            table[p.name] = (self._name("a_" if p.array else "s_", p.name), p, len(table))
-            self._need_type(p.elem, f"parameter {p.name!r}", storage=p.array)
-        for _, p, i in self.scalars.values():
-            self._meta("scalar", i, 0, 2 if p.elem.bits == 64 else 1)
-        self.count_at = self._meta("count", 0, 0, 3)
-        for loc in kernel.locals:
-            self.locals[loc.name] = (self._name("v_", loc.name), loc)
-            self._need_type(loc.elem, f"local {loc.name!r}")
-        shared_bytes = 0
-        for sh in kernel.shared:
-            self.shared[sh.name] = (self._name("sh_", sh.name), sh)
-            self._need_type(sh.elem, f"shared array {sh.name!r}", storage=True)
-            shared_bytes += sh.size * max(1, sh.elem.bits // 8)
-        if shared_bytes > self.f.max_shared_bytes:
-            self._fail(f"shared arrays take {shared_bytes} bytes; the device allows "
-                       f"{self.f.max_shared_bytes} (maxComputeSharedMemorySize)")
-
-    # ------------------------------------------------------------ plumbing
-
-    def _fail(self, message: str) -> NoReturn:
-        raise CompilationError(message, kernel=self.k.name, backend=_BACKEND)
-
-    def _check_dim(self) -> None:
-        total = self.dim[0] * self.dim[1] * self.dim[2]
-        if total > self.f.max_invocations:
-            self._fail(f"cube dim {self.dim} has {total} units; the device allows "
-                       f"{self.f.max_invocations} (maxComputeWorkGroupInvocations)")
-        for axis, (d, m) in enumerate(zip(self.dim, self.f.max_workgroup_size, strict=False)):
-            if d > m:
-                self._fail(f"cube dim {self.dim}: axis {'xyz'[axis]} exceeds the device's "
-                           f"maxComputeWorkGroupSize {tuple(self.f.max_workgroup_size)}")
-
-    def _name(self, prefix: str, name: str) -> str:
-        base = prefix + _mangle(name)
-        if _RESERVED.search(base):
-            base = "x" + base
-        out, i = base, 1
-        while out in self.taken:
-            i += 1
-            out = f"{base}_{i}"
-        self.taken.add(out)
-        return out
-
-    def _temp(self, kind: str) -> str:
-        self.temps += 1
-        return f"t{kind}{self.temps}"
-
-    def _line(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text)
 
     def _meta(self, kind: str, index: int, dim: int = 0, words: int = 1) -> int:
         key = (kind, index, dim)
@@ -614,461 +546,227 @@ class _Emitter:
             self.words += words
         return self.meta_at[key]
 
-    def _need_type(self, elem: ir.Elem, what: str, *, storage: bool = False) -> None:
-        f = self.f
-        if elem is ir.Elem.F64 and not f.float64:
-            self._fail(f"{what} is f64, but the device lacks shaderFloat64")
-        if elem in (ir.Elem.I64, ir.Elem.U64):
-            if not f.int64:
-                self._fail(f"{what} is {elem.value}, but the device lacks shaderInt64")
-            self.extensions.add("GL_EXT_shader_explicit_arithmetic_types_int64")
-        if elem is ir.Elem.F16:
-            if not f.float16:
-                self._fail(f"{what} is f16, but the device lacks shaderFloat16 with "
-                           "16-bit storage")
-            self.extensions.add("GL_EXT_shader_explicit_arithmetic_types_float16")
-            self.extensions.add("GL_EXT_shader_16bit_storage")
-        if elem is ir.Elem.BOOL and storage:
-            if not f.bool_storage:
-                self._fail(f"{what} holds bool, which needs storageBuffer8BitAccess")
-            self.extensions.add("GL_EXT_shader_8bit_storage")
-            self.extensions.add("GL_EXT_shader_explicit_arithmetic_types_int8")
-
-    def _helper(self, key: str, template: str, elem: ir.Elem | None = None) -> None:
+    def _helper(self, e: CEmitter, key: str, elem: Elem | None = None) -> None:
         name = key if elem is None else f"{key}:{elem.value}"
-        if name not in self.helpers:
-            self.helpers[name] = (_HELPERS[template] if elem is None
-                                  else _HELPERS[template].format(T=_TYPES[elem]))
+        e.helper(name, lambda: _HELPERS[key] if elem is None
+                 else _HELPERS[key].format(T=_TYPES[elem]))
 
-    # ------------------------------------------------------------ the shader
+    def prepare(self, e: CEmitter) -> None:
+        """Refuse what the device cannot run; allot the scalars' and count's words."""
+        total, f = math.prod(e.dim), self.f
+        if total > f.max_invocations:
+            e.fail(f"cube dim {e.dim} has {total} units; the device allows "
+                   f"{f.max_invocations} (maxComputeWorkGroupInvocations)")
+        for axis, (d, m) in enumerate(zip(e.dim, f.max_workgroup_size, strict=False)):
+            if d > m:
+                e.fail(f"cube dim {e.dim}: axis {'xyz'[axis]} exceeds the device's "
+                       f"maxComputeWorkGroupSize {tuple(f.max_workgroup_size)}")
+        if e.shared_bytes > f.max_shared_bytes:
+            e.fail(f"shared arrays take {e.shared_bytes} bytes; the device allows "
+                   f"{f.max_shared_bytes} (maxComputeSharedMemorySize)")
+        for i, p in enumerate(e.scalars.values()):
+            self._meta("scalar", i, 0, 2 if p.elem.bits == 64 else 1)
+        self.count_at = self._meta("count", 0, 0, 3)
+        if any(isinstance(n, ir.For) and n.unroll for n in ir.walk(e.kernel.body)):
+            e.need("GL_EXT_control_flow_attributes")
 
-    def layout(self) -> ShaderLayout:
-        """The interface of the shader written by :meth:`shader`."""
-        written = self.k.written_arrays
-        arrays = tuple(ArrayBinding(p.name, p.elem, p.name in written)
-                       for _, p, _ in self.arrays.values())
-        return ShaderLayout(arrays, tuple(self.meta), self.dim)
+    def use_type(self, e: CEmitter, elem: Elem, what: str, memory: bool) -> None:
+        """Refuse what the device lacks; enable the extensions a type needs."""
+        f = self.f
+        if elem is Elem.F64 and not f.float64:
+            e.fail(f"{what} is f64, but the device lacks shaderFloat64")
+        if elem in (Elem.I64, Elem.U64):
+            if not f.int64:
+                e.fail(f"{what} is {elem.value}, but the device lacks shaderInt64")
+            e.need("GL_EXT_shader_explicit_arithmetic_types_int64")
+        if elem is Elem.F16:
+            if not f.float16:
+                e.fail(f"{what} is f16, but the device lacks shaderFloat16 with "
+                       "16-bit storage")
+            e.need("GL_EXT_shader_explicit_arithmetic_types_float16")
+            e.need("GL_EXT_shader_16bit_storage")
+        if elem is Elem.BOOL and memory:
+            if not f.bool_storage:
+                e.fail(f"{what} holds bool, which needs storageBuffer8BitAccess")
+            e.need("GL_EXT_shader_8bit_storage")
+            e.need("GL_EXT_shader_explicit_arithmetic_types_int8")
 
-    def shader(self) -> str:
-        """The whole GLSL source."""
-        k = self.k
-        # The launch's cube count is the metadata's: a count past the device's
-        # per-axis limit is dispatched folded onto more axes, and the cubes that
-        # folding adds leave at once (the whole work group: no barrier is split).
-        at = self.count_at
-        self._line("uint cube_ = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y "
-                   "+ gl_NumWorkGroups.y * gl_WorkGroupID.z);")
-        self._line(f"uvec3 count_ = uvec3(meta_[{at}], meta_[{at + 1}], meta_[{at + 2}]);")
-        self._line("if (cube_ >= count_.x * count_.y * count_.z) return;")
-        self._line("uvec3 cpos_ = uvec3(cube_ % count_.x, (cube_ / count_.x) % count_.y, "
-                   "cube_ / (count_.x * count_.y));")
-        for py, p, i in self.scalars.values():
-            at = self.meta_at[("scalar", i, 0)]
-            self._line(f"{_TYPES[p.elem]} {py} = {self._scalar_read(p.elem, at)};"
-                       f"  // {p.name}: {p.elem.value}")
-        for py, loc in self.locals.values():
-            self._line(f"{_TYPES[loc.elem]} {py} = {_const(0, loc.elem)};"
-                       f"  // var {loc.name}: {loc.elem.value}")
-        self._block(k.body)
-        body = self.lines
-        written = k.written_arrays
-        head = [
-            "#version 450",
-            f"// kernel {k.name!r} lowered by cubecl-server's vulkan backend "
-            f"({self.mode.value}, cube dim {self.dim})",
-            *(f"#extension {e} : require" for e in sorted(self.extensions)),
-            f"layout(local_size_x = {self.dim[0]}, local_size_y = {self.dim[1]}, "
-            f"local_size_z = {self.dim[2]}) in;",
-            "layout(std430, set = 0, binding = 0) readonly buffer Meta { uint meta_[]; };",
-            *self._meta_comments(),
-        ]
-        for py, p, i in self.arrays.values():
-            access = "" if p.name in written else "readonly "
-            head.append(f"layout(std430, set = 0, binding = {i + 1}) {access}buffer B{i} "
-                        f"{{ {self._storage_type(p.elem)} {py}[]; }};  // {p.name}")
-        for py, sh in self.shared.values():
-            head.append(f"shared {self._storage_type(sh.elem)} {py}[{max(1, sh.size)}];"
-                        f"  // {sh.name}")
-        return "\n".join([*head, *self.helpers.values(), "void main() {", *body, "}"]) + "\n"
+    def float_literal(self, value: float, elem: Elem) -> str:
+        """Decimal (exact: the shortest that reads back); bit patterns where not finite."""
+        return _float_text(value, elem)
 
-    def _meta_comments(self) -> list[str]:
-        arrays = [p.name for _, p, _ in self.arrays.values()]
-        scalars = [p.name for _, p, _ in self.scalars.values()]
-        out = []
-        for (kind, index, dim), at in self.meta_at.items():
-            what = (f"scalar {scalars[index]}" if kind == "scalar" else f"len({arrays[index]})"
-                    if kind == "len" else "cube count x, y, z" if kind == "count"
-                    else f"{arrays[index]}.{kind}[{dim}]")
-            out.append(f"// meta_[{at}]: {what}")
-        return out
+    def convert(self, type_name: str, x: str) -> str:
+        """A constructor (between integers of one width it keeps the bits)."""
+        return f"{type_name}({x})"
 
-    def _storage_type(self, elem: ir.Elem) -> str:
-        return "uint8_t" if elem is ir.Elem.BOOL else _TYPES[elem]
-
-    def _scalar_read(self, elem: ir.Elem, at: int) -> str:
-        w = f"meta_[{at}]"
-        match elem:
-            case ir.Elem.U32:
-                return w
-            case ir.Elem.I32:
-                return f"int({w})"
-            case ir.Elem.F32:
-                return f"uintBitsToFloat({w})"
-            case ir.Elem.BOOL:
-                return f"({w} != 0u)"
-            case ir.Elem.F16:
-                return f"unpackFloat2x16({w}).x"
-            case ir.Elem.F64:
-                return f"packDouble2x32(uvec2({w}, meta_[{at + 1}]))"
-        pair = f"packUint2x32(uvec2({w}, meta_[{at + 1}]))"
-        return pair if elem is ir.Elem.U64 else f"int64_t({pair})"
-
-    # ------------------------------------------------------------ statements
-
-    def _block(self, stmts: tuple[ir.Stmt, ...]) -> None:
-        for s in stmts:
-            self._stmt(s)
-            if isinstance(s, (ir.Return, ir.Break, ir.Continue)):
-                break  # the rest of the block is unreachable
-
-    def _nested(self, stmts: tuple[ir.Stmt, ...]) -> None:
-        self.depth += 1
-        self._block(stmts)
-        self.depth -= 1
-
-    def _stmt(self, s: ir.Stmt) -> None:
-        match s:
-            case ir.Assign(name=name, value=value):
-                self._line(f"{self.locals[name][0]} = {self._expr(value)};")
-            case ir.Store():
-                self._store(s)
-            case ir.If(cond=c, then=then, orelse=orelse):
-                self._line(f"if ({self._expr(c)}) {{")
-                self._nested(then)
-                if orelse:
-                    self._line("} else {")
-                    self._nested(orelse)
-                self._line("}")
-            case ir.For():
-                self._for(s)
-            case ir.While(cond=c, body=body):
-                self._line(f"while ({self._expr(c)}) {{")
-                self._nested(body)
-                self._line("}")
-            case ir.Break():
-                self._line("break;")
-            case ir.Continue():
-                self._line("continue;")
-            case ir.Return():
-                self._line("return;")
-            case ir.Barrier():
-                # Orders shared and buffer memory within the work group, then waits.
-                self._line("groupMemoryBarrier();")
-                self._line("barrier();")
-            case ir.AtomicStmt():
-                self._atomic(s)
-
-    def _for(self, s: ir.For) -> None:
-        py, loc = self.locals[s.var]
-        step = int(s.step.value)
-        t = _TYPES[loc.elem]
-        k, stop = self._temp("k"), self._temp("e")
-        # Python's range: bounds evaluated once; a counter of our own, so assigning
-        # the variable in the body does not change the trip count.
-        self._line("{")
-        self.depth += 1
-        self._line(f"{t} {k} = {self._expr(s.start)};")
-        self._line(f"{t} {stop} = {self._expr(s.stop)};")
-        if s.unroll:
-            self.extensions.add("GL_EXT_control_flow_attributes")
-        attr = "[[unroll]] " if s.unroll else ""
-        if step > 0:
-            cond, inc = f"{k} < {stop}", f"{k} += {_const(step, loc.elem)}"
-        elif loc.elem.is_signed:
-            cond, inc = f"{k} > {stop}", f"{k} += {_const(step, loc.elem)}"
-        else:
-            cond, inc = f"{k} > {stop}", f"{k} -= {_const(-step, loc.elem)}"
-        self._line(f"{attr}for (; {cond}; {inc}) {{")
-        self.depth += 1
-        self._line(f"{py} = {k};")
-        self.depth -= 1
-        self._nested(s.body)
-        self._line("}")
-        self.depth -= 1
-        self._line("}")
-
-    def _store(self, s: ir.Store) -> None:
-        if s.array in self.shared:
-            py, sh = self.shared[s.array]
-            elem, length = sh.elem, str(sh.size)
-        else:
-            py, p, i = self.arrays[s.array]
-            elem, length = p.elem, self._len(i)
-        value = self._expr(s.value)
-        if elem is ir.Elem.BOOL:
-            value = f"uint8_t({value} ? 1u : 0u)"
-        if not self.checked:
-            self._line(f"{py}[{self._index(s.index)}] = {value};")
-            return
-        idx = self._temp("i")
-        self._line("{")
-        self.depth += 1
-        self._line(f"{_TYPES[s.index.type]} {idx} = {self._expr(s.index)};")
-        self._line(f"if ({self._in_range(idx, s.index.type, length)}) "
-                   f"{py}[{self._as_index(idx, s.index.type)}] = {value};")
-        self.depth -= 1
-        self._line("}")
-
-    def _atomic(self, s: ir.AtomicStmt) -> None:
-        if s.array in self.shared:
-            py, sh = self.shared[s.array]
-            elem, length = sh.elem, str(sh.size)
-        else:
-            py, p, i = self.arrays[s.array]
-            elem, length = p.elem, self._len(i)
-        self._atomic_type(elem, s.op)
-        t = _TYPES[elem]
-        idx, val, old = self._temp("i"), self._temp("v"), self._temp("o")
-        self._line("{")
-        self.depth += 1
-        self._line(f"{_TYPES[s.index.type]} {idx} = {self._expr(s.index)};")
-        value = self._expr(s.value)
-        if s.op is ir.AtomicOp.SUB:
-            value = f"{_const(0, elem)} - ({value})"
-        self._line(f"{t} {val} = {value};")
-        args = f"{py}[{self._as_index(idx, s.index.type)}], "
-        if s.compare is not None:
-            args += f"{self._expr(s.compare)}, "
-        call = f"{_ATOMIC_FNS[s.op]}({args}{val})"
-        self._line(f"{t} {old} = {_const(0, elem)};")
-        guard = f"if ({self._in_range(idx, s.index.type, length)}) " if self.checked else ""
-        self._line(f"{guard}{old} = {call};")
-        if s.result is not None:
-            self._line(f"{self.locals[s.result][0]} = {old};")
-        self.depth -= 1
-        self._line("}")
-
-    def _atomic_type(self, elem: ir.Elem, op: ir.AtomicOp) -> None:
-        """Require what an atomic on ``elem`` needs beyond Vulkan's minimum."""
-        if elem in (ir.Elem.I64, ir.Elem.U64):
-            if not self.f.int64_atomics:
-                self._fail(f"atomic {op.value} on {elem.value} needs the device's "
-                           "shaderBufferInt64Atomics/shaderSharedInt64Atomics")
-            self.extensions.add("GL_EXT_shader_atomic_int64")
-        elif elem is ir.Elem.F32:  # add, the one atomic on floats
-            if not self.f.float32_atomic_add:
-                self._fail(f"atomic {op.value} on f32 needs VK_EXT_shader_atomic_float")
-            self.extensions.add("GL_EXT_shader_atomic_float")
-
-    # ------------------------------------------------------------ memory
-
-    def _len(self, array_index: int) -> str:
-        return f"meta_[{self._meta('len', array_index)}]"
-
-    def _in_range(self, idx: str, t: ir.Elem, length: str) -> str:
-        if t is ir.Elem.U32:
-            return f"{idx} < {length}"
-        if t is ir.Elem.I32:
-            return f"{idx} >= 0 && uint({idx}) < {length}"
-        wide = f"uint64_t({length})"
-        if t is ir.Elem.U64:
-            return f"{idx} < {wide}"
-        return f"{idx} >= 0l && uint64_t({idx}) < {wide}"
-
-    def _as_index(self, idx: str, t: ir.Elem) -> str:
-        return idx if t in (ir.Elem.I32, ir.Elem.U32) else f"uint({idx})"
-
-    def _index(self, e: ir.Expr) -> str:
-        return self._as_index(self._expr(e), e.type)
-
-    def _load(self, e: ir.Load) -> str:
-        if e.array in self.shared:
-            py, sh = self.shared[e.array]
-            elem, length, tag = sh.elem, str(sh.size), py
-        else:
-            py, p, i = self.arrays[e.array]
-            elem, length, tag = p.elem, self._len(i), py
-        if not self.checked:
-            return self._from_storage(f"{py}[{self._index(e.index)}]", elem)
-        it = e.index.type
-        # One function per array and index type: evaluates the index once.
-        fn = f"ld_{tag}_{it.value}"
-        if fn not in self.helpers:
-            read = self._from_storage(f"{py}[{self._as_index('i', it)}]", elem)
-            self.helpers[fn] = (f"{_TYPES[elem]} {fn}({_TYPES[it]} i) {{ return "
-                                f"({self._in_range('i', it, length)}) ? {read} : "
-                                f"{_const(0, elem)}; }}")
-        return f"{fn}({self._expr(e.index)})"
-
-    def _from_storage(self, access: str, elem: ir.Elem) -> str:
-        return f"(uint({access}) != 0u)" if elem is ir.Elem.BOOL else access
-
-    # ------------------------------------------------------------ expressions
-
-    def _expr(self, e: ir.Expr) -> str:
-        match e:
-            case ir.Const(value=v, type=t):
-                return _const(v, t)
-            case ir.Var(name=n):
-                if n in self.locals:
-                    return self.locals[n][0]
-                return self.scalars[n][0]
-            case ir.Builtin(name=n):
-                return self._builtin(n)
-            case ir.Binary():
-                return self._binary(e)
-            case ir.Unary():
-                return self._unary(e)
-            case ir.Math():
-                return self._math(e)
-            case ir.Cast(x=x, type=t):
-                return self._cast(self._expr(x), x.type, t)
-            case ir.Select(cond=c, a=a, b=b):
-                return f"({self._expr(c)} ? {self._expr(a)} : {self._expr(b)})"
-            case ir.Load():
-                return self._load(e)
-            case ir.Len(array=a):
-                return self._len(self.arrays[a][2])
-            case ir.Shape(array=a, dim=d):
-                return f"meta_[{self._meta('shape', self.arrays[a][2], d)}]"
-            case ir.Stride(array=a, dim=d):
-                return f"meta_[{self._meta('stride', self.arrays[a][2], d)}]"
-            case ir.PlaneOp():
-                return self._plane(e)
-
-    def _builtin(self, n: ir.BuiltinName) -> str:
-        B = ir.BuiltinName
-        dx, dy, dz = self.dim
-        cube_dim = f"{dx * dy * dz}u"
-        table = {
-            B.UNIT_POS: "gl_LocalInvocationIndex",
-            B.UNIT_POS_X: "gl_LocalInvocationID.x", B.UNIT_POS_Y: "gl_LocalInvocationID.y",
-            B.UNIT_POS_Z: "gl_LocalInvocationID.z",
-            B.CUBE_POS: "cube_",
-            B.CUBE_POS_X: "cpos_.x", B.CUBE_POS_Y: "cpos_.y", B.CUBE_POS_Z: "cpos_.z",
-            B.CUBE_DIM: cube_dim,
-            B.CUBE_DIM_X: f"{dx}u", B.CUBE_DIM_Y: f"{dy}u", B.CUBE_DIM_Z: f"{dz}u",
-            B.CUBE_COUNT: "(count_.x * count_.y * count_.z)",
-            B.CUBE_COUNT_X: "count_.x", B.CUBE_COUNT_Y: "count_.y", B.CUBE_COUNT_Z: "count_.z",
-            B.ABSOLUTE_POS: f"(cube_ * {cube_dim} + gl_LocalInvocationIndex)",
-            B.ABSOLUTE_POS_X: f"(cpos_.x * {dx}u + gl_LocalInvocationID.x)",
-            B.ABSOLUTE_POS_Y: f"(cpos_.y * {dy}u + gl_LocalInvocationID.y)",
-            B.ABSOLUTE_POS_Z: f"(cpos_.z * {dz}u + gl_LocalInvocationID.z)",
-        }
-        if n in (B.PLANE_DIM, B.UNIT_POS_PLANE):
-            self._need_subgroups("PLANE_DIM" if n is B.PLANE_DIM else "UNIT_POS_PLANE")
-            return "gl_SubgroupSize" if n is B.PLANE_DIM else "gl_SubgroupInvocationID"
-        return table[n]
-
-    def _binary(self, e: ir.Binary) -> str:
-        op, t = e.op, e.lhs.type
-        a, b = self._expr(e.lhs), self._expr(e.rhs)
-        if op in _COMPARE:
-            return f"({a} {_COMPARE[op]} {b})"
-        if op in (ir.BinOp.AND, ir.BinOp.OR):
-            # GLSL's && and || short-circuit, as the IR's AND and OR do.
-            return f"({a} {'&&' if op is ir.BinOp.AND else '||'} {b})"
-        if op in _BITWISE:
-            sym = _BOOL_BITWISE[op] if t is ir.Elem.BOOL else _BITWISE[op]
-            return f"({a} {sym} {b})"
-        if op in _ARITH:
-            return f"({a} {_ARITH[op]} {b})"
-        if op is ir.BinOp.DIV:
-            return f"({a} / {b})"
-        if op is ir.BinOp.REM and t.is_float:
-            wide = ir.Elem.F32 if t is ir.Elem.F16 else t  # f16's remainder is exact in f32
-            self._helper("fmod", "fmod", wide)
-            if t is ir.Elem.F16:
-                return f"float16_t(_fmod(float({a}), float({b})))"
-            return f"_fmod({a}, {b})"
-        if op in (ir.BinOp.IDIV, ir.BinOp.REM):
-            kind = "fdiv" if t.is_float else "sdiv" if t.is_signed else "udiv"
-            self._helper(kind, kind, t)
-            return f"{'_idiv' if op is ir.BinOp.IDIV else '_irem'}({a}, {b})"
-        # SHL or SHR, the operators left.
-        sym = "<<" if op is ir.BinOp.SHL else ">>"
-        return f"({a} {sym} ({b} & {_const(t.bits - 1, t)}))"
-
-    def _unary(self, e: ir.Unary) -> str:
-        t, x = e.x.type, self._expr(e.x)
-        if e.op is ir.UnOp.NEG:
-            return f"(-{x})"
-        # NOT, or BITNOT: ! on bools, ~ on integers.
-        return f"(!{x})" if t is ir.Elem.BOOL else f"(~{x})"
-
-    def _cast(self, x: str, src: ir.Elem, dst: ir.Elem) -> str:
-        if src is dst:
-            return x
-        if dst is ir.Elem.BOOL:
-            return f"({x} != {_const(0, src)})"
-        if src is ir.Elem.F16 or dst is ir.Elem.F16:
-            # Conversions to and from f16 go through f32 where GLSL has no direct one.
-            if src is ir.Elem.BOOL or (src.is_int and src.bits == 64):
+    def cast(self, e: CEmitter, x: str, src: Elem, dst: Elem) -> str:
+        """Constructors; to and from f16 through f32 where GLSL has no direct one, or
+        no correctly rounded one."""
+        if src is Elem.F64 and dst is Elem.F16:
+            self._helper(e, "f64_to_f16")
+            return f"_f64_to_f16({x})"
+        if (src is Elem.F16 or dst is Elem.F16) and dst is not Elem.BOOL:
+            if src is Elem.BOOL or (src.is_int and src.bits == 64):
                 x = f"float({x})"
             elif dst.is_int and dst.bits == 64:
                 return f"{_TYPES[dst]}(float({x}))"
-        return f"{_TYPES[dst]}({x})"
+        return super().cast(e, x, src, dst)
 
-    def _math(self, e: ir.Math) -> str:
-        fn, t = e.fn, e.args[0].type
-        xs = [self._expr(a) for a in e.args]
-        if fn is ir.MathFn.ISNAN or fn is ir.MathFn.ISINF:
-            if not t.is_float:
-                return "false"
-            return f"{fn.value}({xs[0]})"
-        if fn is ir.MathFn.ABS:
-            return xs[0] if t in (ir.Elem.U32, ir.Elem.U64) else f"abs({xs[0]})"
-        if fn in (ir.MathFn.MIN, ir.MathFn.MAX, ir.MathFn.CLAMP):
-            if not t.is_float:
-                lo = f"max({xs[0]}, {xs[1]})" if fn is ir.MathFn.CLAMP else None
-                if lo is not None:
-                    return f"min({lo}, {xs[2]})"
-                return f"{fn.value}({xs[0]}, {xs[1]})"
-            self._helper("fminmax", "fminmax", t)
-            if fn is ir.MathFn.CLAMP:
-                return f"_fmin(_fmax({xs[0]}, {xs[1]}), {xs[2]})"
-            return f"_f{fn.value}({xs[0]}, {xs[1]})"
-        if fn is ir.MathFn.FMA:
-            return f"fma({xs[0]}, {xs[1]}, {xs[2]})"
-        if t is ir.Elem.F64 and fn in _DOUBLE_FNS:
-            return f"{_GLSL_FNS[fn]}({xs[0]})"
-        if t is ir.Elem.F64 and fn in _F64_FNS:
+    def math(self, e: CEmitter, fn: str, args: list[str], t: Elem) -> str:
+        """GLSL's where it has the IR's meaning, helpers here where not; f16 in f32."""
+        if fn in ("isnan", "isinf", "fma"):
+            return f"{fn}({', '.join(args)})"
+        if fn == "fabs":
+            return f"abs({args[0]})"
+        if fn in ("fmin", "fmax"):
+            self._helper(e, "fminmax", t)
+            return f"_{fn}({args[0]}, {args[1]})"
+        if fn == "fmod":
+            self._helper(e, "fmod", Elem.F32 if t is Elem.F16 else t)  # f16's is exact in f32
+            if t is Elem.F16:
+                return f"float16_t(_fmod(float({args[0]}), float({args[1]})))"
+            return f"_fmod({args[0]}, {args[1]})"
+        if t is Elem.F64 and fn in _DOUBLE_FNS:
+            return f"{_GLSL_FNS[fn]}({args[0]})"
+        if t is Elem.F64:
             helper = _F64_FNS[fn]
             for dep in (*_F64_DEPS.get(helper, ()), helper):
-                self._helper(dep, dep)
-            return f"_{helper}({', '.join(xs)})"
-        # f16 goes through f32 (then rounds to f16).
-        if t is not ir.Elem.F32:
-            xs = [f"float({x})" for x in xs]
+                self._helper(e, dep)
+            return f"_{helper}({', '.join(args)})"
+        xs = args if t is Elem.F32 else [f"float({x})" for x in args]
         if fn in _GLSL_FNS:
             call = f"{_GLSL_FNS[fn]}({xs[0]})"
         else:
-            self._helper(fn.value, fn.value)
+            self._helper(e, fn)
             call = f"{_OWN_FNS[fn]}({', '.join(xs)})"
-        return call if t is ir.Elem.F32 else f"{_TYPES[t]}({call})"
+        return call if t is Elem.F32 else f"float16_t({call})"
 
-    def _need_subgroups(self, what: str) -> None:
+    def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
+        """GLSL's, and the cube position and count the prologue computes."""
+        if name in (B.PLANE_DIM, B.UNIT_POS_PLANE):
+            self._subgroups(e, name.value)
+        return _BUILTINS.get(name)
+
+    def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
+        """A word of the metadata buffer."""
+        return f"meta_[{self._meta(kind, list(e.arrays).index(array.name), dim)}]"
+
+    def subscript(self, array: ArrayRef, index: str, index_type: Elem) -> str:
+        """``a[i]``, a 64-bit index as ``uint``."""
+        return f"{array.text}[{index if index_type.bits == 32 else f'uint({index})'}]"
+
+    def checked_load(self, e: CEmitter, array: ArrayRef, index: str,
+                     index_type: Elem) -> str:
+        """A function per array and index type (GLSL has no pointers to pass)."""
+        name = f"ld_{array.text}_{index_type.value}"
+        it, mt = e.ctype(index_type), e.mtype(array.elem)
+        zero = self.to_memory(e.literal(0, array.elem), array.elem)
+        e.helper(name, lambda: (
+            f"{mt} {name}({it} i) {{ return i < {e.bound(array, index_type)} ? "
+            f"{self.subscript(array, 'i', index_type)} : {zero}; }}"))
+        return f"{name}({index})"
+
+    def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
+               operands: list[str]) -> str:
+        """GLSL's atomics on the element itself; subtraction as adding the negation."""
+        t = array.elem
+        if t in (Elem.I64, Elem.U64):
+            if not self.f.int64_atomics:
+                e.fail(f"atomic {op.value} on {t.value} needs the device's "
+                       "shaderBufferInt64Atomics/shaderSharedInt64Atomics")
+            e.need("GL_EXT_shader_atomic_int64")
+        elif t is Elem.F32:  # add, the one atomic on floats
+            if not self.f.float32_atomic_add:
+                e.fail(f"atomic {op.value} on f32 needs VK_EXT_shader_atomic_float")
+            e.need("GL_EXT_shader_atomic_float")
+        values = list(operands)
+        if op is ir.AtomicOp.SUB:
+            values[-1] = f"({e.literal(0, t)} - {values[-1]})"
+        return f"{_ATOMIC_FNS[op]}({element}, {', '.join(values)})"
+
+    def _subgroups(self, e: CEmitter, what: str) -> None:
         if not self.f.subgroups:
-            self._fail(f"{what} needs subgroup operations (basic, arithmetic and shuffle "
-                       "in compute shaders), which the device lacks")
+            e.fail(f"{what} needs subgroup operations (basic, arithmetic and shuffle "
+                   "in compute shaders), which the device lacks")
         for ext in ("basic", "arithmetic", "shuffle"):
-            self.extensions.add(f"GL_KHR_shader_subgroup_{ext}")
+            e.need(f"GL_KHR_shader_subgroup_{ext}")
 
-    def _plane(self, e: ir.PlaneOp) -> str:
-        self._need_subgroups(f"plane_{e.fn.value}")
-        t = e.type
-        if (t is ir.Elem.F16 or t.bits == 64) and not self.f.subgroup_extended_types:
-            self._fail(f"plane_{e.fn.value} of {t.value} needs shaderSubgroupExtendedTypes")
-        if t in (ir.Elem.I64, ir.Elem.U64, ir.Elem.F16):
-            self.extensions.add("GL_EXT_shader_subgroup_extended_types_"
-                                + ("int64" if t.is_int else "float16"))
-        v = self._expr(e.value)
-        if e.lane is not None:  # BROADCAST, the one plane function with a lane
-            # The lane may vary per unit: a shuffle, not subgroupBroadcast (which needs
-            # a constant). A lane past the plane reads 0, as on the cpu backend.
-            self._helper("broadcast", "broadcast", t)
-            lane = self._cast(self._expr(e.lane), e.lane.type, ir.Elem.U32)
-            return f"_broadcast({v}, {lane})"
-        if e.fn is ir.PlaneFn.SUM:
-            return f"subgroupAdd({v})"
-        return f"subgroupMax({v})"
+    def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
+              t: Elem) -> str:
+        """Subgroup operations; a broadcast by shuffle, since its lane may vary per unit
+        (subgroupBroadcast needs a constant), a lane past the plane reading 0."""
+        self._subgroups(e, f"plane_{fn.value}")
+        if (t is Elem.F16 or t.bits == 64) and not self.f.subgroup_extended_types:
+            e.fail(f"plane_{fn.value} of {t.value} needs shaderSubgroupExtendedTypes")
+        if t in (Elem.I64, Elem.U64, Elem.F16):
+            e.need("GL_EXT_shader_subgroup_extended_types_"
+                   + ("int64" if t.is_int else "float16"))
+        if lane is not None:  # BROADCAST, the one plane function with a lane
+            self._helper(e, "broadcast", t)
+            return f"_broadcast({value}, {lane})"
+        return f"subgroup{'Add' if fn is ir.PlaneFn.SUM else 'Max'}({value})"
+
+    def shared_decl(self, e: CEmitter, sh: ir.SharedArray, name: str) -> str | None:
+        """None: shared arrays are declared outside ``main`` (:meth:`head`)."""
+        return None
+
+    def head(self, e: CEmitter) -> list[str]:
+        """The version, extensions, work-group size, buffers and shared arrays."""
+        x, y, z = e.dim
+        out = ["#version 450", *(f"#extension {n} : require" for n in sorted(e.needs)),
+               f"layout(local_size_x = {x}, local_size_y = {y}, local_size_z = {z}) in;",
+               "layout(std430, set = 0, binding = 0) readonly buffer Meta { uint meta_[]; };"]
+        arrays, scalars = list(e.arrays), list(e.scalars)
+        for (kind, index, dim), at in self.meta_at.items():
+            what = (f"scalar {scalars[index]}" if kind == "scalar" else
+                    f"len({arrays[index]})" if kind == "len" else
+                    "cube count x, y, z" if kind == "count" else f"{arrays[index]}.{kind}[{dim}]")
+            out.append(f"// meta_[{at}]: {what}")
+        for i, p in enumerate(e.arrays.values()):
+            access = "" if p.name in e.written else "readonly "
+            out.append(f"layout(std430, set = 0, binding = {i + 1}) {access}buffer B{i} "
+                       f"{{ {e.mtype(p.elem)} p_{e.stems[p.name]}[]; }};  // {p.name}")
+        for sh in e.shared.values():
+            out.append(f"shared {e.mtype(sh.elem)} s_{e.stems[sh.name]}[{sh.size}];"
+                       f"  // {sh.name}")
+        return out
+
+    def signature(self, e: CEmitter) -> str:
+        """``main``."""
+        return "void main()"
+
+    def prologue(self, e: CEmitter) -> None:
+        """The cube's position from the metadata's count, and the scalars."""
+        # A count past the device's per-axis limit is dispatched folded onto more
+        # axes, and the cubes that folding adds leave at once (the whole work group:
+        # no barrier is split).
+        at = self.count_at
+        e.line("uint cube_ = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y "
+               "+ gl_NumWorkGroups.y * gl_WorkGroupID.z);")
+        e.line(f"uvec3 count_ = uvec3(meta_[{at}], meta_[{at + 1}], meta_[{at + 2}]);")
+        e.line("if (cube_ >= count_.x * count_.y * count_.z) return;")
+        e.line("uvec3 cpos_ = uvec3(cube_ % count_.x, (cube_ / count_.x) % count_.y, "
+               "cube_ / (count_.x * count_.y));")
+        for i, p in enumerate(e.scalars.values()):
+            w = self.meta_at[("scalar", i, 0)]
+            e.line(f"{e.ctype(p.elem)} p_{e.stems[p.name]} = {_scalar_read(p.elem, w)};",
+                   f"{p.name}: {p.elem.value}")
+
+
+def _scalar_read(elem: Elem, at: int) -> str:
+    w = f"meta_[{at}]"
+    match elem:
+        case Elem.U32:
+            return w
+        case Elem.I32:
+            return f"int({w})"
+        case Elem.F32:
+            return f"uintBitsToFloat({w})"
+        case Elem.BOOL:
+            return f"({w} != 0u)"
+        case Elem.F16:
+            return f"unpackFloat2x16({w}).x"
+        case Elem.F64:
+            return f"packDouble2x32(uvec2({w}, meta_[{at + 1}]))"
+    pair = f"packUint2x32(uvec2({w}, meta_[{at + 1}]))"
+    return pair if elem is Elem.U64 else f"int64_t({pair})"

@@ -16,9 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo, DeviceKind
-from cubecl_server.driver import DriverError, code_names, driver_error
-from cubecl_server.errors import BackendUnavailable
+from cubecl_server.backend import (
+    MAX_UNITS,
+    BackendUnavailable,
+    Capabilities,
+    DeviceInfo,
+    DeviceKind,
+    DriverError,
+    code_names,
+    driver_error,
+)
 from cubecl_server.ir import Elem
 from cubecl_vulkan.compiler import ShaderFeatures
 
@@ -146,7 +153,7 @@ class PhysicalDevice:
         if f.float32_atomic_add:
             atomics.add(Elem.F32)
         return Capabilities(
-            f64=f.float64, f16=f.float16, atomics=frozenset(atomics),
+            f64=f.float64, f16=f.float16, int64=f.int64, atomics=frozenset(atomics),
             shared_memory_bytes=f.max_shared_bytes, max_cube_dim=f.max_invocations,
             plane_size=f.subgroup_size if f.subgroups else None, device_present=True,
             max_cube_count=self.max_cube_count())

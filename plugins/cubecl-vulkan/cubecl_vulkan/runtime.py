@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cubecl_server.device import DeviceInfo
+from cubecl_server.backend import DeviceInfo
 from cubecl_vulkan.device import BACKEND, physical_devices
 from cubecl_vulkan.server import VulkanServer, server_class
 

@@ -21,9 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from cubecl_server.device import DeviceInfo
-from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.server import Binding
+from cubecl_server.backend import Binding, CubeCount, CubeDim, DeviceInfo
 from cubecl_vulkan.device import PhysicalDevice, VulkanDevice, check, vk_error
 from cubecl_vulkan.pipeline import LoadedKernel
 from cubecl_vulkan.storage import VulkanBuffer, VulkanStorage

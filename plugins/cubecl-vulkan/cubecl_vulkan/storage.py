@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from cubecl_server.storage import StorageId
+from cubecl_server.backend import StorageId
 from cubecl_vulkan.device import VulkanDevice, check
 
 __all__ = ["ENV_STAGING", "VulkanBuffer", "VulkanStorage"]

@@ -22,10 +22,9 @@ from pathlib import Path
 import pytest
 from cubecl_vulkan import glslang
 
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.config import reload_config
 from cubecl_server.errors import BackendUnavailable
-from cubecl_server.runtime import create_client
 
 TESTS = Path(__file__).parent
 

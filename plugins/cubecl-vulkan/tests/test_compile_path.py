@@ -16,14 +16,13 @@ from cubecl_vulkan.artifact import VulkanArtifactCompiler
 from cubecl_vulkan.compiler import ShaderFeatures, VulkanCompiler
 from cubecl_vulkan.device import PhysicalDevice
 
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.compiler.contracts import Artifact
 from cubecl_server.compiler.key import KernelCacheKey
 from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CompiledKernel, CubeCount, CubeDim
-from cubecl_server.runtime import create_client, recording
 
 
 def _recording() -> CompilationRecording:
@@ -42,8 +41,8 @@ def test_glslang_error_names_message_and_line(client: ComputeClient) -> None:
     assert isinstance(ac, VulkanArtifactCompiler)
     good = ac.lower(K.saxpy.ir(), CubeDim(64), ExecutionMode.CHECKED, _recording())
     lines = good.source.splitlines()
-    at = next(i for i, line in enumerate(lines) if "s_alpha =" in line)
-    lines[at] = "    float s_alpha = undefined_thing + 1.0;"
+    at = next(i for i, line in enumerate(lines) if "p_alpha =" in line)
+    lines[at] = "    float p_alpha = undefined_thing + 1.0;"
     bad = CompiledKernel(good.name, good.entry_point, "\n".join(lines) + "\n", good.extension,
                          good.repr)
     with pytest.raises(CompilationError) as info:
@@ -52,7 +51,7 @@ def test_glslang_error_names_message_and_line(client: ComputeClient) -> None:
     assert err.backend == "vulkan" and err.kernel == "saxpy"
     assert "undeclared identifier" in err.log and "undefined_thing" in err.log
     # The offending generated line, marked, with its number.
-    assert f">{at + 1:5d} |     float s_alpha = undefined_thing + 1.0;" in err.log
+    assert f">{at + 1:5d} |     float p_alpha = undefined_thing + 1.0;" in err.log
     assert "undefined_thing" in str(err)
 
 
@@ -68,7 +67,7 @@ def test_unchecked_mode_compiles_without_bounds(client: ComputeClient) -> None:
     ac = client.loader.artifact_compiler
     checked = ac.lower(K.saxpy.ir(), CubeDim(64), ExecutionMode.CHECKED, _recording())
     unchecked = ac.lower(K.saxpy.ir(), CubeDim(64), ExecutionMode.UNCHECKED, _recording())
-    assert "ld_a_x_u32" in checked.source and "ld_a_x" not in unchecked.source
+    assert "ld_p_x_u32" in checked.source and "ld_p_x" not in unchecked.source
     assert "local_size_x = 64" in unchecked.source
 
 
@@ -108,7 +107,7 @@ _ROUND_TRIP = """
 import json
 from cubecl_server.compiler.key import KernelCacheKey
 from cubecl_server.kernel import CubeDim
-from cubecl_server.runtime import create_client, recording
+from cubecl_server.client import create_client, recording
 from cubecl_vulkan.artifact import pipeline_cache_key
 import vk_kernels as K
 

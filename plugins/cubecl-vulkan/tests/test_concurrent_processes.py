@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from cubecl_vulkan import glslang
 
+from cubecl_server.client import create_client
 from cubecl_server.conformance.suite.test_compile_path import run_concurrent_waves
 from cubecl_server.errors import BackendUnavailable
-from cubecl_server.runtime import create_client
 
 PROCESSES, KERNELS = 8, 40
 

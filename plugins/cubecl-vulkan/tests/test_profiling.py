@@ -14,9 +14,8 @@ import pytest
 import vk_kernels as K
 from cubecl_vulkan.server import QUERIES_PER_POOL, TimedVulkanServer, VulkanServer, server_class
 
-from cubecl_server.client import ComputeClient
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.runtime import create_client
 from cubecl_server.server import DeviceTimer
 from cubecl_server.timestamp_profiler import TimingMethod
 

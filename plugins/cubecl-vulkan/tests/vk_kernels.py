@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from cubecl_server.kernel import kernel
 from cubecl_server.lang import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
@@ -28,6 +27,7 @@ from cubecl_server.lang import (
     i64,
     isinf,
     isnan,
+    kernel,
     log,
     max,
     min,

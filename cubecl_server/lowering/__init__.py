@@ -1,0 +1,17 @@
+"""The lowering every backend shares, from the IR to a target language's source.
+
+- :class:`StructuredEmitter`: the skeleton (naming, temporaries, nesting, dispatch
+  over the IR's node types, helper collection); the cpu backend's NumPy emitter and
+  :class:`CEmitter` build on it.
+- :class:`CEmitter`: the lowering of C-like languages, spelled by a :class:`CDialect`;
+  :class:`StandardC` spells every hook as C99 does, for a dialect to subclass (the
+  OpenCL C, CUDA C++ and GLSL backends are dialects).
+
+Backend authors import these from :mod:`cubecl_server.backend`.
+"""
+
+from cubecl_server.lowering.cfamily import UNSIGNED, ArrayRef, CDialect, CEmitter, StandardC
+from cubecl_server.lowering.structured import StructuredEmitter, mangle
+
+__all__ = ["StructuredEmitter", "mangle", "CEmitter", "CDialect", "StandardC", "ArrayRef",
+           "UNSIGNED"]

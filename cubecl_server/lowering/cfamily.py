@@ -1,0 +1,726 @@
+"""The C-family emitter, and the dialect protocol that says how one C-like language
+spells what differs.
+
+:class:`CEmitter` owns the lowering every C-like target shares: statements as C
+statements (``for`` with its bounds evaluated once and Python's trip count),
+expressions fully parenthesised, the IR's semantics where C leaves them open (signed
+arithmetic wraps, integer ``//`` and ``%`` by zero give 0 and ``MIN // -1`` wraps,
+shift amounts are taken modulo the width, ``and``/``or`` are ``&&``/``||``, both
+sides of ``select`` are evaluated where one holds a plane operation), checked mode
+(a load outside reads 0; a store or atomic outside is dropped, its operands evaluated
+first so plane operations in them see every active unit), zero-initialised locals and
+shared memory, and the launch-grid builtins derived from the few a target has.
+
+A :class:`CDialect` supplies only the spellings: type names and literals, casts and
+bit casts, math functions, the builtins, metadata, atomics, plane operations,
+barriers, memory, and the program around the body. :class:`StandardC` spells every
+one of them as C99 does; a dialect subclasses it and overrides what its language
+spells otherwise, and adds what C99 has no word for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from cubecl_server import ir
+from cubecl_server.execution import ExecutionMode
+from cubecl_server.kernel import CubeDim
+from cubecl_server.lowering.structured import StructuredEmitter
+
+__all__ = ["ArrayRef", "CDialect", "CEmitter", "StandardC", "UNSIGNED"]
+
+Elem = ir.Elem
+B = ir.BuiltinName
+
+UNSIGNED = {Elem.I32: Elem.U32, Elem.U32: Elem.U32, Elem.I64: Elem.U64, Elem.U64: Elem.U64}
+"""The unsigned integer type of each integer type's width."""
+
+_BITWISE = (ir.BinOp.BITAND, ir.BinOp.BITOR, ir.BinOp.BITXOR)
+_WRAPPING = (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL)
+# The builtins in an order where each comes after those it may be derived from.
+_BUILTIN_ORDER = (
+    B.UNIT_POS_X, B.UNIT_POS_Y, B.UNIT_POS_Z, B.CUBE_POS_X, B.CUBE_POS_Y, B.CUBE_POS_Z,
+    B.CUBE_COUNT_X, B.CUBE_COUNT_Y, B.CUBE_COUNT_Z, B.PLANE_DIM, B.UNIT_POS, B.CUBE_POS,
+    B.CUBE_COUNT, B.ABSOLUTE_POS_X, B.ABSOLUTE_POS_Y, B.ABSOLUTE_POS_Z, B.ABSOLUTE_POS,
+    B.UNIT_POS_PLANE,
+)
+_CUBE_DIMS = (B.CUBE_DIM_X, B.CUBE_DIM_Y, B.CUBE_DIM_Z, B.CUBE_DIM)
+# The C99 name of each math function the IR has on floats.
+_FLOAT_FNS = {ir.MathFn.ABS: "fabs", ir.MathFn.MIN: "fmin", ir.MathFn.MAX: "fmax"}
+
+
+@dataclass(frozen=True)
+class ArrayRef:
+    """An array as the body reaches it: an array parameter or a shared array."""
+
+    name: str
+    """Its IR name."""
+    text: str
+    """What the body calls it (``p_<stem>`` for a parameter, ``s_<stem>`` shared)."""
+    elem: Elem
+    shared: bool
+
+
+class CDialect(Protocol):
+    """How one C-like language spells what :class:`CEmitter` leaves to it.
+
+    Methods get the emitter ``e`` to ask it for what they need: ``e.ctype``,
+    ``e.literal``, ``e.cast``, ``e.helper`` and ``e.function`` (helper functions),
+    ``e.need`` (features), ``e.builtin_ref``, ``e.metadata``, ``e.line``, ``e.fail``.
+    A dialect with state (what a launch must pass...) is made per kernel.
+    """
+
+    backend: str
+    """The backend's name, in errors."""
+    types: Mapping[ir.Elem, str]
+    """The type of each element type in registers; a type missing is unsupported."""
+    bool_memory: str
+    """The type of a bool element in memory (a byte)."""
+    int_suffixes: Mapping[ir.Elem, str]
+    """The literal suffix of each integer type."""
+    function_prefix: str
+    """What precedes a helper function's return type (``static ``...)."""
+    signed_wraps: bool
+    """Whether signed ``+ - * <<`` wrap as written (else they go through unsigned)."""
+    barrier: str
+    """The statement that waits for the cube (with a memory fence); empty for none."""
+    unroll: str
+    """The line before a loop asking to unroll it; empty for none."""
+
+    def prepare(self, e: CEmitter) -> None:
+        """Look the kernel over before any line is written (refuse what the target lacks)."""
+
+    def use_type(self, e: CEmitter, elem: ir.Elem, what: str, memory: bool) -> None:
+        """``elem`` is used, in memory or not; ``what`` says where, for a refusal."""
+
+    def float_literal(self, value: float, elem: ir.Elem) -> str:
+        """An exact literal of a float type (NaN, infinities and -0.0 included)."""
+
+    def cast(self, e: CEmitter, x: str, src: ir.Elem, dst: ir.Elem) -> str:
+        """``x`` converted from ``src`` to another type ``dst`` (``docs/ir.md``'s rules)."""
+
+    def bitcast(self, x: str, src: ir.Elem, dst: ir.Elem) -> str:
+        """``x``'s bits as another integer type of its width."""
+
+    def math(self, e: CEmitter, fn: str, args: list[str], t: ir.Elem) -> str:
+        """C99 math function ``fn`` (``exp``, ``fabs``, ``fmin``, ``fmod``, ``isnan``...;
+        and ``rsqrt``) of float type ``t``."""
+
+    def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
+        """A builtin's value as the target has it, or None to derive it from others."""
+
+    def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
+        """An array parameter's ``len``, ``shape`` or ``stride`` (along ``dim``), u32."""
+
+    def subscript(self, array: ArrayRef, index: str, index_type: ir.Elem) -> str:
+        """The element of ``array`` at ``index``, as an lvalue."""
+
+    def checked_load(self, e: CEmitter, array: ArrayRef, index: str,
+                     index_type: ir.Elem) -> str:
+        """The element at unsigned ``index`` in memory type, or 0 outside the array."""
+
+    def to_memory(self, x: str, elem: ir.Elem) -> str:
+        """A value as an array element holds it (bool as a byte)."""
+
+    def from_memory(self, x: str, elem: ir.Elem) -> str:
+        """An array element as a value."""
+
+    def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
+               operands: list[str]) -> str:
+        """A call doing ``op`` on lvalue ``element`` with ``operands`` (the compare
+        value first, for a compare-exchange), giving the old value."""
+
+    def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
+              t: ir.Elem) -> str:
+        """A plane operation (``lane`` a u32, for ``BROADCAST``)."""
+
+    def shared_decl(self, e: CEmitter, sh: ir.SharedArray, name: str) -> str | None:
+        """The declaration of a shared array in the entry point (None: it is declared
+        with the program's head)."""
+
+    def head(self, e: CEmitter) -> list[str]:
+        """The lines before the helpers: includes, extensions, global declarations."""
+
+    def signature(self, e: CEmitter) -> str:
+        """The entry point's declaration, up to its body."""
+
+    def prologue(self, e: CEmitter) -> None:
+        """Write the entry point's first lines (parameters unpacked...), with ``e.line``."""
+
+
+class StandardC:
+    """Every :class:`CDialect` spelling as C99 has it (``<stdint.h>``, ``<stdbool.h>``,
+    ``<math.h>``); a dialect subclasses it and overrides what differs.
+
+    It has no words for what C99 lacks: the entry point (``head``, ``signature``,
+    ``prologue``), the builtins, atomics and plane operations refuse here.
+    """
+
+    backend = "c"
+    types: Mapping[Elem, str] = {
+        Elem.F32: "float", Elem.F64: "double", Elem.I32: "int32_t", Elem.I64: "int64_t",
+        Elem.U32: "uint32_t", Elem.U64: "uint64_t", Elem.BOOL: "bool"}
+    bool_memory = "uint8_t"
+    int_suffixes: Mapping[Elem, str] = {Elem.I32: "", Elem.I64: "LL", Elem.U32: "u",
+                                        Elem.U64: "uLL"}
+    function_prefix = "static "
+    signed_wraps = False
+    barrier = ""
+    unroll = ""
+    shared_space = ""
+    """What declares an array in cube-local memory (``__shared__ ``...)."""
+    f32_suffix = "f"
+    """What single-precision math functions end with (``expf``); empty if overloaded."""
+
+    def prepare(self, e: CEmitter) -> None:
+        """Nothing to refuse beforehand."""
+
+    def use_type(self, e: CEmitter, elem: Elem, what: str, memory: bool) -> None:
+        """Refuse a type without a name here."""
+        if elem not in self.types:
+            e.fail(f"{what} is {elem.value}, which the {self.backend} backend lacks")
+
+    def float_literal(self, value: float, elem: Elem) -> str:
+        """Hexadecimal (exact); ``NAN`` and ``INFINITY`` for the rest."""
+        v = value if elem is Elem.F64 else float(np.float32(value))
+        suffix = "" if elem is Elem.F64 else "f"
+        if math.isnan(v):
+            text = "NAN"
+        elif math.isinf(v):
+            text = "INFINITY" if v > 0 else "(-INFINITY)"
+        else:
+            text = v.hex() + suffix
+            return f"({text})" if text.startswith("-") else text
+        return f"((double){text})" if elem is Elem.F64 else text  # float constants
+
+    def convert(self, type_name: str, x: str) -> str:
+        """``x`` converted to a named type: C's cast (what the defaults here convert by)."""
+        return f"(({type_name}){x})"
+
+    def cast(self, e: CEmitter, x: str, src: Elem, dst: Elem) -> str:
+        """C's conversions; to bool, ``x != 0``."""
+        if dst is Elem.BOOL:
+            return f"({x} != {e.literal(0, src)})"
+        return self.convert(self.types[dst], x)
+
+    def bitcast(self, x: str, src: Elem, dst: Elem) -> str:
+        """A conversion (modulo 2^bits, as every C compiler does it)."""
+        return self.convert(self.types[dst], x)
+
+    def math(self, e: CEmitter, fn: str, args: list[str], t: Elem) -> str:
+        """``<math.h>``'s functions (``isnan`` as a bool, ``rsqrt`` as ``1 / sqrt``)."""
+        if fn == "rsqrt":
+            return f"({e.literal(1, t)} / {self.math(e, 'sqrt', args, t)})"
+        if fn in ("isnan", "isinf"):
+            return f"({fn}({args[0]}) != 0)"
+        return f"{fn}{self.f32_suffix if t is Elem.F32 else ''}({', '.join(args)})"
+
+    def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
+        """None: only what is derived from others."""
+        return None
+
+    def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
+        """A parameter of the entry point: ``len_<a>``, ``shape_<a>_<d>``, ``stride_<a>_<d>``."""
+        stem = e.stems[array.name]
+        return f"len_{stem}" if kind == "len" else f"{kind}_{stem}_{dim}"
+
+    def pointer(self, e: CEmitter, array: ArrayRef, const: bool) -> str:
+        """The type of a pointer to ``array``'s elements."""
+        return f"{'const ' if const else ''}{e.mtype(array.elem)}*"
+
+    def subscript(self, array: ArrayRef, index: str, index_type: Elem) -> str:
+        """``a[i]``."""
+        return f"{array.text}[{index}]"
+
+    def checked_load(self, e: CEmitter, array: ArrayRef, index: str,
+                     index_type: Elem) -> str:
+        """A helper per element type, memory and index type: ``i < n ? a[i] : 0``."""
+        mt, ut = e.mtype(array.elem), e.ctype(index_type)
+        name = (f"cc_load_{array.elem.value}_{'shared' if array.shared else 'global'}"
+                f"_{index_type.value}")
+        e.helper(name, lambda: e.function(
+            mt, name, [(self.pointer(e, array, True), "a"), (ut, "n"), (ut, "i")],
+            [f"return i < n ? a[i] : ({mt})0;  {e.comment} checked: outside reads 0"]))
+        return f"{name}({array.text}, {e.bound(array, index_type)}, {index})"
+
+    def to_memory(self, x: str, elem: Elem) -> str:
+        """Bool as a byte."""
+        return self.convert(self.bool_memory, x) if elem is Elem.BOOL else x
+
+    def from_memory(self, x: str, elem: Elem) -> str:
+        """A byte as a bool."""
+        return f"({x} != 0)" if elem is Elem.BOOL else x
+
+    def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
+               operands: list[str]) -> str:
+        """Refused: C99 has no atomics."""
+        e.fail(f"atomic {op.value} needs atomics, which the {self.backend} backend lacks")
+
+    def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
+              t: Elem) -> str:
+        """Refused: C99 has no planes."""
+        e.fail(f"plane_{fn.value} needs plane operations, which the {self.backend} "
+               "backend lacks")
+
+    def shared_decl(self, e: CEmitter, sh: ir.SharedArray, name: str) -> str | None:
+        """An array in :attr:`shared_space`."""
+        return f"{self.shared_space}{e.mtype(sh.elem)} {name}[{sh.size}];"
+
+
+class CEmitter(StructuredEmitter):
+    """Writes one kernel as a C-like program, spelled by ``dialect``: see the module.
+
+    Names in the body: ``p_<stem>`` for parameters (an array's pointer or buffer, a
+    scalar's value), ``l_<stem>`` locals, ``s_<stem>`` shared arrays, ``b_<BUILTIN>``
+    builtins (declared at the top of the entry point), ``t<n>`` temporaries, ``cc_*``
+    helpers; a dialect names what it adds with other prefixes.
+    """
+
+    def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode,
+                 dialect: CDialect) -> None:
+        super().__init__(kernel, cube_dim, mode, dialect.backend)
+        self.d = dialect
+        self.written = kernel.written_arrays
+        self.builtins: set[ir.BuiltinName] = set()
+        self.meta_used: dict[tuple[str, str, int], str] = {}
+        """Metadata the program reads, (kind, array, dim) -> its text, in first-use order."""
+        self._types: set[tuple[Elem, bool]] = set()
+        dialect.prepare(self)
+        for p in kernel.params:
+            self.use(p.elem, p.array, f"parameter {p.name!r}")
+        for loc in kernel.locals:
+            self.use(loc.elem, False, f"local {loc.name!r}")
+        for sh in kernel.shared:
+            self.use(sh.elem, True, f"shared array {sh.name!r}")
+
+    # ------------------------------------------------------------ for dialects
+
+    def use(self, elem: Elem, memory: bool, what: str) -> None:
+        """Tell the dialect (once per type and place) that ``elem`` is used."""
+        if (elem, memory) not in self._types:
+            self._types.add((elem, memory))
+            self.d.use_type(self, elem, what, memory)
+
+    def ctype(self, elem: Elem) -> str:
+        """The type of ``elem`` in registers."""
+        self.use(elem, False, f"a {elem.value} value")
+        return self.d.types[elem]
+
+    def mtype(self, elem: Elem) -> str:
+        """The type of an ``elem`` array element."""
+        self.use(elem, True, f"an array of {elem.value}")
+        return self.d.bool_memory if elem is Elem.BOOL else self.d.types[elem]
+
+    def literal(self, value: float | bool, elem: Elem) -> str:
+        """A constant of exactly ``elem``; an integer wraps into its range."""
+        self.use(elem, False, f"a {elem.value} constant")
+        if elem is Elem.BOOL:
+            return "true" if value else "false"
+        if elem.is_float:
+            return self.d.float_literal(float(value), elem)
+        bits, suffix = elem.bits, self.d.int_suffixes[elem]
+        v = int(value) & ((1 << bits) - 1)
+        if elem.is_signed and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        if v == -(1 << (bits - 1)):
+            # No literal is the most negative value: -2147483648 is -(2147483648).
+            return f"(-{-v - 1}{suffix} - 1{suffix})"
+        return f"({v}{suffix})" if v < 0 else f"{v}{suffix}"
+
+    def cast(self, x: str, src: Elem, dst: Elem) -> str:
+        """``x`` as ``dst``."""
+        return x if src is dst else self.d.cast(self, x, src, dst)
+
+    def function(self, ret: str, name: str, params: list[tuple[str, str]],
+                 body: list[str]) -> str:
+        """A helper function's definition: ``(type, name)`` parameters, body lines."""
+        args = ", ".join(f"{t} {n}" for t, n in params)
+        return "\n".join([f"{self.d.function_prefix}{ret} {name}({args}) {{",
+                          *(self.indent + b for b in body), "}"])
+
+    def builtin_ref(self, name: ir.BuiltinName) -> str:
+        """The variable holding builtin ``name`` (declared at the top of the entry point)."""
+        self.builtins.add(name)
+        return f"b_{name.value}"
+
+    def metadata(self, kind: str, array: str, dim: int = 0) -> str:
+        """An array parameter's ``len``/``shape``/``stride``, as the dialect passes it."""
+        key = (kind, array, dim)
+        if key not in self.meta_used:
+            self.meta_used[key] = self.d.metadata(self, kind, self.arrays[array], dim)
+        return self.meta_used[key]
+
+    def array(self, name: str) -> ArrayRef:
+        """The parameter or shared array called ``name``."""
+        if name in self.shared:
+            return ArrayRef(name, f"s_{self.stems[name]}", self.shared[name].elem, True)
+        return ArrayRef(name, f"p_{self.stems[name]}", self.arrays[name].elem, False)
+
+    def bound(self, array: ArrayRef, index_type: Elem) -> str:
+        """``array``'s length, in unsigned ``index_type``."""
+        if array.shared:
+            return self.literal(self.shared[array.name].size, index_type)
+        return self.cast(self.metadata("len", array.name), Elem.U32, index_type)
+
+    def wrap(self, sym: str, a: str, b: str, t: Elem) -> str:
+        """``a sym b`` modulo 2^bits: on a signed type through its unsigned one (unless
+        the dialect's signed arithmetic wraps), since C's overflows."""
+        if not t.is_signed or self.d.signed_wraps:
+            return f"({a} {sym} {b})"
+        u, bc = UNSIGNED[t], self.d.bitcast
+        return bc(f"({bc(a, t, u)} {sym} {bc(b, t, u)})", u, t)
+
+    # ------------------------------------------------------------ the program
+
+    def program(self) -> str:
+        """The whole program: head, helpers, then the entry point."""
+        self.depth = 1
+        self.block(self.kernel.body)
+        body, self.lines = self.lines, []
+        if self.shared:
+            self._zero_shared()
+        zeroing, self.lines = self.lines, []
+        self.d.prologue(self)
+        self._declare_builtins()
+        for loc in self.kernel.locals:
+            self.line(f"{self.ctype(loc.elem)} l_{self.stems[loc.name]} = "
+                      f"{self.literal(0, loc.elem)};", f"var {loc.name}: {loc.elem.value}")
+        for sh in self.kernel.shared:
+            decl = self.d.shared_decl(self, sh, f"s_{self.stems[sh.name]}")
+            if decl is not None:
+                self.line(decl, f"shared {sh.name}: {sh.elem.value}[{sh.size}]")
+        entry = [self.d.signature(self), "{", *self.lines, *zeroing, *body, "}"]
+        head = [f"{self.comment} {self.title()}", *self.d.head(self), ""]
+        for text in self.helpers.values():
+            head += [text, ""]
+        return "\n".join([*head, *entry]) + "\n"
+
+    def _zero_shared(self) -> None:
+        # Shared memory starts at zero on every backend, as on the cpu one: the units
+        # of the cube clear it together, then wait for each other.
+        z, u32 = self.temp(), self.ctype(Elem.U32)
+        largest = max(sh.size for sh in self.kernel.shared)
+        self.line(f"for ({u32} {z} = {self.builtin_ref(B.UNIT_POS)}; {z} < "
+                  f"{self.literal(largest, Elem.U32)}; {z} += "
+                  f"{self.literal(math.prod(self.dim), Elem.U32)}) {{",
+                  "shared memory starts at zero")
+        for sh in self.kernel.shared:
+            guard = f"if ({z} < {self.literal(sh.size, Elem.U32)}) " if sh.size < largest else ""
+            zero = self.d.to_memory(self.literal(0, sh.elem), sh.elem)
+            self.line(f"{self.indent}{guard}s_{self.stems[sh.name]}[{z}] = {zero};")
+        self.line("}")
+        self.line(self._barrier())
+
+    def _declare_builtins(self) -> None:
+        texts: dict[ir.BuiltinName, str] = {}
+        while missing := self.builtins - texts.keys():
+            for n in missing:
+                texts[n] = self.d.builtin(self, n) or self._derive(n)
+        u32 = self.ctype(Elem.U32)
+        for n in _BUILTIN_ORDER:
+            if n in texts:
+                self.line(f"const {u32} b_{n.value} = {texts[n]};")
+
+    def _derive(self, n: ir.BuiltinName) -> str:
+        """A builtin from others, as ``docs/ir.md`` defines it (x fastest)."""
+        ref, dx, dy = self.builtin_ref, self.dim[0], self.dim[1]
+
+        def u(v: int) -> str:
+            return self.literal(v, Elem.U32)
+
+        match n:
+            case B.UNIT_POS if self.dim[1:] == (1, 1):
+                return ref(B.UNIT_POS_X)
+            case B.UNIT_POS:
+                return (f"{ref(B.UNIT_POS_X)} + {ref(B.UNIT_POS_Y)} * {u(dx)} + "
+                        f"{ref(B.UNIT_POS_Z)} * {u(dx * dy)}")
+            case B.CUBE_POS:
+                return (f"{ref(B.CUBE_POS_X)} + {ref(B.CUBE_COUNT_X)} * ({ref(B.CUBE_POS_Y)} "
+                        f"+ {ref(B.CUBE_COUNT_Y)} * {ref(B.CUBE_POS_Z)})")
+            case B.CUBE_COUNT:
+                return f"{ref(B.CUBE_COUNT_X)} * {ref(B.CUBE_COUNT_Y)} * {ref(B.CUBE_COUNT_Z)}"
+            case B.ABSOLUTE_POS:
+                return f"{ref(B.CUBE_POS)} * {u(math.prod(self.dim))} + {ref(B.UNIT_POS)}"
+            case B.ABSOLUTE_POS_X | B.ABSOLUTE_POS_Y | B.ABSOLUTE_POS_Z:
+                axis = n.value[-1]
+                return (f"{ref(B['CUBE_POS_' + axis])} * {u(self.dim['XYZ'.index(axis)])} + "
+                        f"{ref(B['UNIT_POS_' + axis])}")
+            case B.UNIT_POS_PLANE:
+                return f"{ref(B.UNIT_POS)} % {ref(B.PLANE_DIM)}"
+        self.fail(f"{n.value} has no spelling on the {self.backend} backend")
+
+    # ------------------------------------------------------------ statements
+
+    def _cond(self, e: ir.Expr) -> str:
+        """A condition in one pair of parentheses (clang warns about a doubled pair)."""
+        text, depth = self.expr(e), 0
+        for i, ch in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and i < len(text) - 1:
+                return f"({text})"  # not one group: ``(a) && (b)``, ``x``
+        return text if text.startswith("(") else f"({text})"
+
+    def _nested_block(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        with self.nested():
+            self.block(stmts)
+
+    def stmt_assign(self, s: ir.Assign) -> None:
+        """``l = value;``."""
+        self.line(f"l_{self.stems[s.name]} = {self.expr(s.value)};", ir.format_stmt(s))
+
+    def stmt_if(self, s: ir.If) -> None:
+        """``if (c) { } else { }``."""
+        self.line(f"if {self._cond(s.cond)} {{", ir.format_stmt(s))
+        self._nested_block(s.then)
+        if s.orelse:
+            self.line("} else {")
+            self._nested_block(s.orelse)
+        self.line("}")
+
+    def stmt_while(self, s: ir.While) -> None:
+        """``while (c) { }``."""
+        self.line(f"while {self._cond(s.cond)} {{", ir.format_stmt(s))
+        self._nested_block(s.body)
+        self.line("}")
+
+    def stmt_for(self, s: ir.For) -> None:
+        """Python's ``range``: the bounds evaluated once, into a counter of our own.
+
+        A step of 1 (or -1) cannot step past the end: ``k < stop`` held before it. A
+        longer one steps only while the distance left (in the unsigned type: it fits)
+        is greater than the step, else jumps to ``stop``, so ``k`` never wraps into
+        extra iterations.
+        """
+        t, step = self.locals[s.var].elem, int(s.step.value)
+        ct, k, stop = self.ctype(t), self.temp(), self.temp()
+        self.line(f"{{ const {ct} {stop} = {self.expr(s.stop)};", ir.format_stmt(s))
+        if abs(step) == 1:
+            advance = f"{k} {'+' if step > 0 else '-'}= {self.literal(1, t)}"
+        else:
+            u = UNSIGNED[t]
+            far, near = (stop, k) if step > 0 else (k, stop)
+            if t.is_signed:
+                far, near = self.d.bitcast(far, t, u), self.d.bitcast(near, t, u)
+            advance = (f"{k} = ({far} - {near}) > {self.literal(abs(step), u)} ? "
+                       f"{k} + {self.literal(step, t)} : {stop}")
+        if s.unroll and self.d.unroll:
+            self.line(self.d.unroll)
+        self.line(f"for ({ct} {k} = {self.expr(s.start)}; {k} {'<' if step > 0 else '>'} "
+                  f"{stop}; {advance}) {{")
+        with self.nested():
+            self.line(f"l_{self.stems[s.var]} = {k};")
+            self.block(s.body)
+        self.line("} }")
+
+    def stmt_break(self, s: ir.Break) -> None:
+        """``break;``."""
+        self.line("break;")
+
+    def stmt_continue(self, s: ir.Continue) -> None:
+        """``continue;``."""
+        self.line("continue;")
+
+    def stmt_return(self, s: ir.Return) -> None:
+        """``return;``: this unit's work ends."""
+        self.line("return;")
+
+    def stmt_barrier(self, s: ir.Barrier) -> None:
+        """The dialect's barrier."""
+        self.line(self._barrier(), ir.format_stmt(s))
+
+    def _barrier(self) -> str:
+        if not self.d.barrier:
+            self.fail(f"a barrier (sync_cube, or shared memory, which starts zeroed behind "
+                      f"one) needs what the {self.backend} backend lacks")
+        return self.d.barrier
+
+    def _checked_index(self, index: ir.Expr) -> tuple[str, Elem, str]:
+        """A declaration of a temporary holding ``index`` unsigned (a negative one is
+        then outside), the unsigned type and the temporary."""
+        ut, i = UNSIGNED[index.type], self.temp()
+        value = self.cast(self.expr(index), index.type, ut)
+        return f"const {self.ctype(ut)} {i} = {value};", ut, i
+
+    def stmt_store(self, s: ir.Store) -> None:
+        """``a[i] = v;``; checked: ``v`` first, then stored only where ``i`` is inside."""
+        a = self.array(s.array)
+        value = self.d.to_memory(self.expr(s.value), a.elem)
+        if not self.checked:
+            target = self.d.subscript(a, self.expr(s.index), s.index.type)
+            self.line(f"{target} = {value};", ir.format_stmt(s))
+            return
+        decl, ut, i = self._checked_index(s.index)
+        v = self.temp()
+        self.line(f"{{ {decl} const {self.mtype(a.elem)} {v} = {value}; if ({i} < "
+                  f"{self.bound(a, ut)}) {self.d.subscript(a, i, ut)} = {v}; }}",
+                  ir.format_stmt(s))
+
+    def stmt_atomic(self, s: ir.AtomicStmt) -> None:
+        """The dialect's atomic; checked: operands first, then only where ``i`` is inside
+        (the old value reads 0 outside)."""
+        a = self.array(s.array)
+        operands = [self.expr(x) for x in (s.compare, s.value) if x is not None]
+        result = "" if s.result is None else f"l_{self.stems[s.result]} = "
+        if not self.checked:
+            target = self.d.subscript(a, self.expr(s.index), s.index.type)
+            self.line(f"{result}{self.d.atomic(self, s.op, a, target, operands)};",
+                      ir.format_stmt(s))
+            return
+        decl, ut, i = self._checked_index(s.index)
+        decls, names = [decl], []
+        for x in operands:
+            names.append(self.temp())
+            decls.append(f"const {self.ctype(a.elem)} {names[-1]} = {x};")
+        call = self.d.atomic(self, s.op, a, self.d.subscript(a, i, ut), names)
+        inside = f"{i} < {self.bound(a, ut)}"
+        act = (f"{result}{inside} ? {call} : {self.literal(0, a.elem)};" if result
+               else f"if ({inside}) {call};")
+        self.line(f"{{ {' '.join(decls)} {act} }}", ir.format_stmt(s))
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self, e: ir.Expr) -> str:
+        """C for ``e``, fully parenthesised, of exactly its IR type."""
+        if (e.type, False) not in self._types:
+            self.use(e.type, False, f"`{ir.format_expr(e)}`")
+        return super().expr(e)
+
+    def expr_const(self, e: ir.Const) -> str:
+        """A literal."""
+        return self.literal(e.value, e.type)
+
+    def expr_var(self, e: ir.Var) -> str:
+        """A local or a scalar parameter."""
+        return f"{'l' if e.name in self.locals else 'p'}_{self.stems[e.name]}"
+
+    def expr_builtin(self, e: ir.Builtin) -> str:
+        """The cube dim is compiled in; the rest are declared at the top."""
+        if e.name in _CUBE_DIMS:
+            dims = (*self.dim, math.prod(self.dim))
+            return self.literal(dims[_CUBE_DIMS.index(e.name)], Elem.U32)
+        return self.builtin_ref(e.name)
+
+    def expr_binary(self, e: ir.Binary) -> str:
+        """Operators, with the IR's meaning where C's differs."""
+        op, t = e.op, e.lhs.type
+        a, b = self.expr(e.lhs), self.expr(e.rhs)
+        if op is ir.BinOp.AND or op is ir.BinOp.OR:
+            # C's short circuit is the IR's: the right side only where the left does
+            # not decide.
+            return f"({a} {'&&' if op is ir.BinOp.AND else '||'} {b})"
+        if op.is_comparison or op is ir.BinOp.DIV or (t.is_float and op in _WRAPPING):
+            return f"({a} {op.value} {b})"
+        if op in _BITWISE:
+            return f"({a} {op.value} {b})"
+        if op in _WRAPPING:
+            return self.wrap(op.value, a, b, t)
+        if op is ir.BinOp.REM and t.is_float:
+            return self.d.math(self, "fmod", [a, b], t)
+        if op is ir.BinOp.IDIV or op is ir.BinOp.REM:
+            if isinstance(e.rhs, ir.Const) and int(e.rhs.value) not in (0, -1) and (
+                    op is ir.BinOp.IDIV or not t.is_signed):
+                return f"({a} {'/' if op is ir.BinOp.IDIV else '%'} {b})"  # cannot trap
+            return f"{self._divide(op, t)}({a}, {b})"
+        amount = f"({b} & {self.literal(t.bits - 1, t)})"  # SHL or SHR: modulo the width
+        if op is ir.BinOp.SHL:
+            return self.wrap("<<", a, amount, t)
+        return f"({a} >> {amount})"  # arithmetic on signed types
+
+    def _divide(self, op: ir.BinOp, t: Elem) -> str:
+        """A helper for integer ``//`` or ``%`` that never traps: by 0 they give 0, and
+        ``MIN // -1`` wraps; C divides only by a divisor that is neither 0 nor -1."""
+        idiv = op is ir.BinOp.IDIV
+        name = f"cc_{'idiv' if idiv else 'rem'}_{t.value}"
+
+        def text() -> str:
+            c, zero, one = self.ctype(t), self.literal(0, t), self.literal(1, t)
+            # a - (a / d) * d is C's remainder: GLSL leaves % of negatives undefined.
+            exact = "a / d" if idiv else ("a - (a / d) * d" if t.is_signed else "a % d")
+            if t.is_signed:
+                minus = self.literal(-1, t)
+                special = self.wrap("-", zero, "a", t) if idiv else zero
+                body = [f"const {c} d = (b == {zero} || b == {minus}) ? {one} : b;",
+                        f"return b == {zero} ? {zero} : b == {minus} ? {special} : {exact};"]
+            else:
+                body = [f"const {c} d = b == {zero} ? {one} : b;",
+                        f"return b == {zero} ? {zero} : {exact};"]
+            return self.function(c, name, [(c, "a"), (c, "b")], body)
+
+        return self.helper(name, text)
+
+    def expr_unary(self, e: ir.Unary) -> str:
+        """``-`` (wrapping on integers), ``!`` on bools, ``~`` on integers."""
+        t, x = e.x.type, self.expr(e.x)
+        if e.op is ir.UnOp.NEG:
+            return self.wrap("-", self.literal(0, t), x, t) if t.is_int else f"(-{x})"
+        return f"(!{x})" if e.op is ir.UnOp.NOT else f"(~{x})"
+
+    def expr_math(self, e: ir.Math) -> str:
+        """Float functions by the dialect; ``abs``/``min``/``max``/``clamp`` of integers
+        by helpers (``abs`` wrapping)."""
+        fn, t = e.fn, e.args[0].type
+        xs = [self.expr(a) for a in e.args]
+        if fn is ir.MathFn.CLAMP:
+            lo = self._minmax(ir.MathFn.MAX, t, xs[:2])
+            return self._minmax(ir.MathFn.MIN, t, [lo, xs[2]])
+        if fn is ir.MathFn.MIN or fn is ir.MathFn.MAX:
+            return self._minmax(fn, t, xs)
+        if fn is ir.MathFn.ABS and t.is_int:
+            if not t.is_signed:
+                return xs[0]
+            name = f"cc_abs_{t.value}"
+            c, zero = self.ctype(t), self.literal(0, t)
+            self.helper(name, lambda: self.function(
+                c, name, [(c, "a")], [f"return a < {zero} ? {self.wrap('-', zero, 'a', t)} : a;"]))
+            return f"{name}({xs[0]})"
+        return self.d.math(self, _FLOAT_FNS.get(fn, fn.value), xs, t)
+
+    def _minmax(self, fn: ir.MathFn, t: Elem, xs: list[str]) -> str:
+        if t.is_float:
+            return self.d.math(self, _FLOAT_FNS[fn], xs, t)
+        name, c = f"cc_{fn.value}_{t.value}", self.ctype(t)
+        pick = "b < a" if fn is ir.MathFn.MIN else "a < b"
+        self.helper(name, lambda: self.function(c, name, [(c, "a"), (c, "b")],
+                                                [f"return {pick} ? b : a;"]))
+        return f"{name}({xs[0]}, {xs[1]})"
+
+    def expr_cast(self, e: ir.Cast) -> str:
+        """The dialect's conversion."""
+        return self.cast(self.expr(e.x), e.x.type, e.type)
+
+    def expr_select(self, e: ir.Select) -> str:
+        """``c ? a : b``; through a function (whose arguments are all evaluated) where a
+        side holds a plane operation, which every active unit must reach."""
+        c, a, b = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
+        if not any(isinstance(n, ir.PlaneOp) for n in ir.walk((e.a, e.b))):
+            return f"({c} ? {a} : {b})"
+        name, ct = f"cc_select_{e.type.value}", self.ctype(e.type)
+        self.helper(name, lambda: self.function(
+            ct, name, [(self.ctype(Elem.BOOL), "c"), (ct, "a"), (ct, "b")],
+            ["return c ? a : b;"]))
+        return f"{name}({c}, {a}, {b})"
+
+    def expr_load(self, e: ir.Load) -> str:
+        """``a[i]``; checked: 0 outside the array."""
+        a = self.array(e.array)
+        if not self.checked:
+            value = self.d.subscript(a, self.expr(e.index), e.index.type)
+        else:
+            ut = UNSIGNED[e.index.type]
+            index = self.cast(self.expr(e.index), e.index.type, ut)
+            value = self.d.checked_load(self, a, index, ut)
+        return self.d.from_memory(value, a.elem)
+
+    def expr_metadata(self, e: ir.Len | ir.Shape | ir.Stride) -> str:
+        """An array's length, extent or stride, as the dialect passes it."""
+        return self.metadata(type(e).__name__.lower(), e.array, getattr(e, "dim", 0))
+
+    def expr_plane(self, e: ir.PlaneOp) -> str:
+        """The dialect's plane operation (the lane as a u32)."""
+        lane = None if e.lane is None else self.cast(self.expr(e.lane), e.lane.type, Elem.U32)
+        return self.d.plane(self, e.fn, self.expr(e.value), lane, e.type)

@@ -1,0 +1,172 @@
+"""The skeleton every backend's emitter shares: naming, temporaries, nesting, dispatch
+over the IR's node types, and the helper functions a program collects.
+
+A backend's emitter subclasses :class:`StructuredEmitter` and writes one method per
+node type, which :meth:`~StructuredEmitter.stmt` and :meth:`~StructuredEmitter.expr`
+dispatch to: ``stmt_assign``, ``stmt_store``, ``stmt_if``, ``stmt_for``,
+``stmt_while``, ``stmt_break``, ``stmt_continue``, ``stmt_return``, ``stmt_barrier``,
+``stmt_atomic`` for the statements, and ``expr_const``, ``expr_var``,
+``expr_builtin``, ``expr_binary``, ``expr_unary``, ``expr_math``, ``expr_cast``,
+``expr_select``, ``expr_load``, ``expr_metadata`` (``Len``, ``Shape`` and ``Stride``),
+``expr_plane`` for the expressions (each returns the expression's text).
+:class:`~cubecl_server.lowering.cfamily.CEmitter` is one, for C-like languages; the
+cpu backend's NumPy emitter is another.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+from cubecl_server import ir
+from cubecl_server.errors import CompilationError
+from cubecl_server.execution import ExecutionMode
+from cubecl_server.kernel import CubeDim
+
+__all__ = ["StructuredEmitter", "mangle"]
+
+_STMTS: dict[type, str] = {
+    ir.Assign: "stmt_assign", ir.Store: "stmt_store", ir.If: "stmt_if", ir.For: "stmt_for",
+    ir.While: "stmt_while", ir.Break: "stmt_break", ir.Continue: "stmt_continue",
+    ir.Return: "stmt_return", ir.Barrier: "stmt_barrier", ir.AtomicStmt: "stmt_atomic",
+}
+_EXPRS: dict[type, str] = {
+    ir.Const: "expr_const", ir.Var: "expr_var", ir.Builtin: "expr_builtin",
+    ir.Binary: "expr_binary", ir.Unary: "expr_unary", ir.Math: "expr_math",
+    ir.Cast: "expr_cast", ir.Select: "expr_select", ir.Load: "expr_load",
+    ir.Len: "expr_metadata", ir.Shape: "expr_metadata", ir.Stride: "expr_metadata",
+    ir.PlaneOp: "expr_plane",
+}
+_JUMPS = (ir.Return, ir.Break, ir.Continue)
+
+
+def mangle(name: str) -> str:
+    """The one spelling of a user's name inside generated code: ASCII letters and digits,
+    each run of anything else one ``_``, none at either end (never empty).
+
+    Generated code puts a role prefix before it (``p_``, ``l_``, ``s_``...), so no
+    mangled name is a keyword, a builtin, a reserved ``gl_``/``__`` name or a helper
+    of any target language, C-like or Python.
+    """
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_") or "x"
+
+
+class StructuredEmitter:
+    """The part of lowering one kernel that is the same in every target language.
+
+    It names things (:attr:`stems`: each parameter, local and shared array gets a
+    mangled stem unique in the program; :meth:`temp` makes temporaries), writes lines
+    at the current nesting (:meth:`line`, :meth:`nested`), dispatches statements and
+    expressions to the subclass (:meth:`block`, :meth:`stmt`, :meth:`expr`; a block
+    stops at its first jump, the rest being unreachable), collects helper functions
+    (:meth:`helper`: each defined once, in the order first needed, after the helpers
+    it needs) and the target features the program needs (:meth:`need`).
+    """
+
+    comment = "//"
+    """What starts a line comment in the target language."""
+
+    indent = "    "
+    """One level of nesting."""
+
+    def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode,
+                 backend: str) -> None:
+        self.kernel = kernel
+        self.dim = (cube_dim.x, cube_dim.y, cube_dim.z)
+        self.mode = mode
+        self.checked = mode is ExecutionMode.CHECKED
+        self.backend = backend
+        self.ident = mangle(kernel.name)
+        """The kernel's name as an identifier (entry points are named from it)."""
+        self.lines: list[str] = []
+        self.depth = 0
+        self.helpers: dict[str, str] = {}
+        self.needs: set[str] = set()
+        self.arrays = {p.name: p for p in kernel.params if p.array}
+        self.scalars = {p.name: p for p in kernel.params if not p.array}
+        self.locals = {loc.name: loc for loc in kernel.locals}
+        self.shared = {sh.name: sh for sh in kernel.shared}
+        self._taken: set[str] = set()
+        self._temps = 0
+        self.stems = {d.name: self.unique(mangle(d.name))
+                      for d in (*kernel.params, *kernel.locals, *kernel.shared)}
+
+    # ------------------------------------------------------------ names
+
+    def unique(self, base: str) -> str:
+        """``base``, or ``base_2``, ``base_3``... : the first not yet taken (then taken)."""
+        out, i = base, 1
+        while out in self._taken:
+            i += 1
+            out = f"{base}_{i}"
+        self._taken.add(out)
+        return out
+
+    def temp(self) -> str:
+        """A fresh temporary's name (``t1``, ``t2``...: no stem has that shape)."""
+        self._temps += 1
+        return f"t{self._temps}"
+
+    def title(self) -> str:
+        """One line saying what the generated program is."""
+        x, y, z = self.dim
+        return (f"Kernel {self.kernel.name!r} lowered by cubecl-{self.backend} "
+                f"({self.mode.value}, cube dim {x}x{y}x{z}).")
+
+    @property
+    def shared_bytes(self) -> int:
+        """Bytes of cube-local memory the kernel's shared arrays take (bool: one each)."""
+        return sum(sh.size * (sh.elem.bits // 8) for sh in self.kernel.shared)
+
+    # ------------------------------------------------------------ output
+
+    def line(self, text: str, note: str = "") -> None:
+        """Append ``text`` at the current depth, with ``note`` as a trailing comment."""
+        pad = self.indent * self.depth
+        self.lines.append(f"{pad}{text}  {self.comment} {' '.join(note.split())}"
+                          if note else pad + text)
+
+    @contextmanager
+    def nested(self) -> Iterator[None]:
+        """Lines written inside are one level deeper."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def helper(self, name: str, text: Callable[[], str]) -> str:
+        """Define helper function ``name`` once, as ``text()`` returns it; return ``name``.
+
+        ``text`` runs only the first time, and the helpers it asks for come first.
+        """
+        if name not in self.helpers:
+            self.helpers[name] = text()
+        return name
+
+    def need(self, feature: str) -> None:
+        """Record that the program needs ``feature`` of its target (an extension...)."""
+        self.needs.add(feature)
+
+    def fail(self, message: str) -> NoReturn:
+        """Refuse the kernel: what the target lacks, as a ``CompilationError``."""
+        raise CompilationError(message, kernel=self.kernel.name, backend=self.backend)
+
+    # ------------------------------------------------------------ dispatch
+
+    def block(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        """Emit ``stmts`` in order, up to and including the first jump."""
+        for s in stmts:
+            self.stmt(s)
+            if isinstance(s, _JUMPS):
+                break
+
+    def stmt(self, s: ir.Stmt) -> None:
+        """Emit one statement, through the subclass's ``stmt_<kind>`` method."""
+        getattr(self, _STMTS[type(s)])(s)
+
+    def expr(self, e: ir.Expr) -> str:
+        """The text of one expression, from the subclass's ``expr_<kind>`` method."""
+        return getattr(self, _EXPRS[type(e)])(e)

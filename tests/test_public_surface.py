@@ -1,0 +1,132 @@
+"""The core's public surfaces: backends import it only through ``cubecl_server.backend``,
+and each user-facing name has one import path.
+
+Every module of the plugins' packages, of the example backend and of the built-in
+cpu backend is parsed (imports inside functions and ``TYPE_CHECKING`` blocks count
+as much as the others); an import of the core must name ``cubecl_server.backend``,
+``cubecl_server.ir``, ``cubecl_server.conformance`` (for a backend's conformance
+hooks) or the importing backend's own package.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+
+ALLOWED = ("cubecl_server.backend", "cubecl_server.ir", "cubecl_server.conformance")
+"""The modules of the core a backend may import (and their submodules)."""
+
+
+def _backend_modules() -> dict[str, tuple[Path, str]]:
+    """Each backend module by its path in the repository, with its file and the
+    import name of the backend package it belongs to."""
+    packages = {p: p.name for p in [*ROOT.glob("plugins/*/cubecl_*"),
+                                    *ROOT.glob("examples/*/cubecl_*")]}
+    packages[ROOT / "cubecl_server" / "backends" / "cpu"] = "cubecl_server.backends.cpu"
+    return {str(path.relative_to(ROOT)): (path, own)
+            for package, own in packages.items() for path in sorted(package.rglob("*.py"))}
+
+
+def _imported(path: Path) -> list[tuple[int, str]]:
+    """Every module ``path`` imports by absolute name, with its line (``from a import
+    b`` counts as ``a.b``: b may be a submodule). Relative imports stay in the
+    importing package and are left out."""
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.extend((node.lineno, f"{node.module}.{a.name}") for a in node.names)
+    return out
+
+
+def _violations(path: Path, own: str) -> list[str]:
+    """The imports of the core in ``path`` that do not go through the public surface."""
+    def allowed(name: str) -> bool:
+        return any(name == a or name.startswith(f"{a}.") for a in (*ALLOWED, own))
+
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}"
+            for line, name in _imported(path)
+            if (name == "cubecl_server" or name.startswith("cubecl_server."))
+            and not allowed(name)]
+
+
+def test_the_backends_are_all_found() -> None:
+    modules = _backend_modules()
+    for expected in ("cubecl_server/backends/cpu/plugin.py",
+                     "plugins/cubecl-opencl/cubecl_opencl/plugin.py",
+                     "plugins/cubecl-vulkan/cubecl_vulkan/plugin.py",
+                     "plugins/cubecl-cuda/cubecl_cuda/plugin.py",
+                     "examples/cubecl-example/cubecl_example/plugin.py"):
+        assert expected in modules
+
+
+def test_backends_import_the_core_only_through_the_public_surface() -> None:
+    bad = [v for path, own in _backend_modules().values() for v in _violations(path, own)]
+    assert not bad, ("backends must import the core through cubecl_server.backend and "
+                     "cubecl_server.ir only (add what they need to cubecl_server/backend.py):"
+                     "\n" + "\n".join(bad))
+
+
+# ----------------------------------------------------- one import path per name
+
+
+def _top_level_modules() -> list[str]:
+    """Every module and package directly under ``cubecl_server``."""
+    package = ROOT / "cubecl_server"
+    return sorted(f"cubecl_server.{p.stem if p.is_file() else p.name}"
+                  for p in package.iterdir()
+                  if (p.suffix == ".py" and p.stem != "__init__")
+                  or (p / "__init__.py").is_file())
+
+
+def test_client_is_callable_whatever_was_imported_first() -> None:
+    """``cubecl_server.client`` is the client module and, called, the shared client:
+    importing any module first (``cubecl_server.runtime`` once made it a module that
+    could not be called) changes neither."""
+    script = textwrap.dedent("""
+        import importlib, sys
+        import cubecl_server
+        importlib.import_module(sys.argv[1])
+        c = cubecl_server.client("cpu")
+        from cubecl_server import client
+        assert client is sys.modules["cubecl_server.client"]
+        assert isinstance(c, client.ComputeClient) and client("cpu") is c
+    """)
+    env = {**os.environ, "CUBECL_PLUGINS": ""}
+
+    def run(name: str) -> tuple[str, subprocess.CompletedProcess[str]]:
+        return name, subprocess.run([sys.executable, "-c", script, name], env=env,
+                                    capture_output=True, text=True, timeout=120)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        done = list(pool.map(run, _top_level_modules()))
+    failed = {name: proc.stderr.strip().splitlines()[-1:] for name, proc in done
+              if proc.returncode != 0}
+    assert not failed, f"cubecl_server.client() failed after importing: {failed}"
+
+
+def test_no_public_name_is_also_another_submodule() -> None:
+    import cubecl_server
+
+    for name in cubecl_server.__all__:
+        if (ROOT / "cubecl_server" / f"{name}.py").is_file():
+            value = getattr(cubecl_server, name)
+            assert value is importlib.import_module(f"cubecl_server.{name}"), name
+
+
+def test_kernel_has_one_import_path() -> None:
+    import cubecl_server.kernel
+    import cubecl_server.lang
+
+    assert callable(cubecl_server.lang.kernel)
+    assert not hasattr(cubecl_server.kernel, "kernel")
+    assert "kernel" not in cubecl_server.kernel.__all__
