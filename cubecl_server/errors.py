@@ -16,14 +16,17 @@ class CubeclError(Exception):
 class KernelSyntaxError(CubeclError):
     """A kernel uses something outside the kernel language, or mixes types.
 
-    ``file`` and ``line`` point at the offending construct in the kernel's source.
+    ``file`` and ``line`` point at the offending construct in the kernel's source;
+    ``function`` names the kernel or helper it is in, where known.
     """
 
-    def __init__(self, message: str, file: str, line: int) -> None:
+    def __init__(self, message: str, file: str, line: int, *,
+                 function: str | None = None) -> None:
         super().__init__(f"{file}:{line}: {message}")
         self.message = message
         self.file = file
         self.line = line
+        self.function = function
 
 
 class CompilationError(CubeclError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sqlite3
 import sys
 from pathlib import Path
@@ -14,9 +15,10 @@ import pytest
 from cubecl_server import __version__
 from cubecl_server.cli import main
 from cubecl_server.cli.cache import parse_age, parse_size
+from cubecl_server.client import create_client
 from cubecl_server.compiler import environment_database
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.runtime import create_client
+from cubecl_server.persistence import SqliteStore
 
 NAMESPACE = f"cpu/{__version__}/{sys.implementation.cache_tag}/py-code"
 
@@ -43,6 +45,52 @@ def test_info_and_ls_show_what_is_stored(capsys: pytest.CaptureFixture[str]) -> 
     assert len([line for line in listed if "/py-code" in line]) == 3
     assert _run(capsys, "ls", "--backend", "opencl").splitlines() == [
         "NAMESPACE  KEY  SIZE  ORIGIN"]
+
+
+# A namespace as an OpenCL driver spells it: the backend, the version, the driver
+# string and the artifact kind.
+LONG_NAMESPACE = ("opencl/0.1.0/Portable Computing Language (OpenCL 3.0 PoCL 3.1+debian  "
+                  "Linux, None+Asserts, RELOC, SPIR, LLVM 15.0.6, SLEEF, DISTRO, POCL_DEBUG) | "
+                  "pthread-skylake-avx512-AMD EPYC (OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-"
+                  "linux-gnu-skylake-avx512) | driver 3.1+debian/cl-binary")
+
+
+def _put_long_entry() -> None:
+    SqliteStore.open(environment_database()).put(LONG_NAMESPACE, "ab" * 32, b"binary")
+
+
+def test_info_and_ls_fit_100_columns_unless_wide(capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(1)
+    _put_long_entry()
+    for command in ("info", "ls"):
+        lines = _run(capsys, command).splitlines()
+        table = lines[[x.startswith("NAMESPACE") for x in lines].index(True):]
+        assert all(len(line) <= 100 for line in table), table
+        [row] = [line for line in table if line.startswith("opencl/")]
+        # Cut in the middle: the backend and version, and the driver and kind, stay.
+        assert row.startswith("opencl/0.1.0/Portable") and "..." in row
+        assert "debian/cl-binary" in row
+        assert any(line.startswith(NAMESPACE + " ") for line in table)
+        wide = _run(capsys, command, "--wide")
+        assert LONG_NAMESPACE in wide
+    assert "ab" * 32 in _run(capsys, "ls", "--wide")
+
+
+def test_info_and_ls_json(capsys: pytest.CaptureFixture[str]) -> None:
+    info = json.loads(_run(capsys, "info", "--json"))
+    assert info["exists"] is False and info["namespaces"] == []
+    assert info["database"] == str(environment_database())
+    assert json.loads(_run(capsys, "ls", "--json")) == []
+    _fill(1)
+    _put_long_entry()
+    info = json.loads(_run(capsys, "info", "--json"))
+    assert info["exists"] is True
+    assert {"namespace": LONG_NAMESPACE, "entries": 1, "bytes": 6} in info["namespaces"]
+    assert info["value_bytes"] >= 6 and info["disk_bytes"] > 0
+    listed = json.loads(_run(capsys, "ls", "--json", "--backend", "opencl"))
+    assert [(e["namespace"], e["key"], e["size"], e["origin"]) for e in listed] == [
+        (LONG_NAMESPACE, "ab" * 32, 6, "local")]
+    assert listed[0]["created"] <= listed[0]["last_used"]
 
 
 def test_verify_purges_and_reports_a_corrupt_entry(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable
 
 from cubecl_server.cli.backends import add_backends_command
@@ -11,6 +13,7 @@ from cubecl_server.cli.cache import add_cache_command
 from cubecl_server.cli.compilations import add_compilations_command
 from cubecl_server.cli.conformance import add_conformance_command
 from cubecl_server.cli.demo import add_demo_command
+from cubecl_server.cli.source import add_source_command
 from cubecl_server.cli.table import Subparsers
 from cubecl_server.logging import configure_logging
 
@@ -23,6 +26,7 @@ SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
     add_cache_command,
     add_conformance_command,
     add_bench_command,
+    add_source_command,
 ]
 """Each adds one subcommand to the parser; its ``func`` default runs it and returns
 the exit code."""
@@ -48,4 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    return func(args)
+    try:
+        return func(args)
+    except BrokenPipeError:
+        # The reader left (`cubecl-server cache ls | head`): not an error of ours.
+        # Point stdout at nothing so the interpreter's final flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -7,6 +7,7 @@ import json
 import sys
 
 from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.config import config
 from cubecl_server.errors import PluginError
 from cubecl_server.plugins import registry
 from cubecl_server.plugins.registry import ENV_STRICT
@@ -19,7 +20,9 @@ def add_backends_command(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "backends", help="list installed backends, their status and devices",
         description="List every backend the installed plugins provide, whether it can "
-                    "run here and on which devices, and every plugin that is broken. "
+                    "run here and on which devices, and every plugin that is broken; `*` "
+                    "marks the selected one (CUBECL_BACKEND, else `backend` in "
+                    "cubecl.toml, else cpu). "
                     f"Exits 0 even with broken plugins, unless {ENV_STRICT}=1.")
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     parser.set_defaults(func=run_backends)
@@ -35,12 +38,14 @@ def run_backends(args: argparse.Namespace) -> int:
     except PluginError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    selected = config().backend
     if args.json:
         listing = []
         for row in rows:
             item: dict[str, object] = {
                 "name": row.name, "distribution": row.distribution, "version": row.version,
                 "status": row.status, "reason": row.reason, "devices": row.devices,
+                "selected": _is_selected(row.name, row.status, selected),
             }
             if row.status == "broken":
                 plugin = next(broken)
@@ -52,6 +57,19 @@ def run_backends(args: argparse.Namespace) -> int:
     table = []
     for row in rows:
         status = row.status if not row.reason else f"{row.status} ({row.reason})"
-        table.append((row.name, row.distribution, row.version, status, ", ".join(row.devices)))
-    print_table(("NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES"), table)
+        mark = "*" if _is_selected(row.name, row.status, selected) else ""
+        table.append((mark, row.name, row.distribution, row.version, status,
+                      ", ".join(row.devices)))
+    print_table(("", "NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES"), table)
+    if any(line[0] for line in table):
+        print("* selected (CUBECL_BACKEND, else `backend` in cubecl.toml, else cpu)")
+    else:
+        print(f"the selected backend {selected!r} is not installed (CUBECL_BACKEND, else "
+              "`backend` in cubecl.toml)")
     return 0
+
+
+def _is_selected(name: str, status: str, selected: str) -> bool:
+    """Whether the row of backend ``name`` is the one a client uses by default (a broken
+    plugin's row names the plugin, not a backend)."""
+    return name == selected and status != "broken"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Callable
+from typing import TextIO
 
 from cubecl_server.allocator import format_bytes
-from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.cli.table import WIDTH, Subparsers, print_table
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.config import config
 from cubecl_server.errors import StoreError
@@ -41,10 +43,12 @@ def add_cache_command(subparsers: Subparsers) -> None:
     """Register ``cache`` and its subcommands."""
     parser = subparsers.add_parser("cache", help="inspect and tidy the artifact store")
     sub = parser.add_subparsers(title="cache commands", metavar="ACTION", required=True)
-    sub.add_parser("info", help="root, environment, size, entries per namespace") \
-        .set_defaults(func=_info)
+    info = sub.add_parser("info", help="root, environment, size, entries per namespace")
+    _add_listing_options(info)
+    info.set_defaults(func=_info)
     ls = sub.add_parser("ls", help="list entries")
     ls.add_argument("--backend", help="only this backend's entries")
+    _add_listing_options(ls)
     ls.set_defaults(func=_ls)
     clear = sub.add_parser("clear", help="delete entries")
     clear.add_argument("--backend", help="only this backend's entries")
@@ -58,11 +62,22 @@ def add_cache_command(subparsers: Subparsers) -> None:
         .set_defaults(func=_verify)
 
 
-def _with_store(action: Callable[[SqliteStore], int]) -> int:
-    """Run ``action`` on the current environment's store (nothing when there is none
-    yet) and say where a damaged database was moved; a StoreError exits 1."""
+def _add_listing_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--json`` and ``--wide``, which ``info`` and ``ls`` share."""
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--wide", action="store_true",
+                        help=f"print every cell whole (the table is cut to {WIDTH} columns)")
+
+
+def _with_store(action: Callable[[SqliteStore], int], *,
+                absent: Callable[[], int] | None = None, notes: TextIO | None = None) -> int:
+    """Run ``action`` on the current environment's store and say (on ``notes``, default
+    stdout) where a damaged database was moved; a StoreError exits 1. With no store
+    yet, run ``absent``, or say so."""
     path = environment_database()
     if not path.exists():
+        if absent is not None:
+            return absent()
         print(f"no artifact store yet at {path}")
         return 0
     db: SqliteStore | None = None
@@ -75,7 +90,7 @@ def _with_store(action: Callable[[SqliteStore], int]) -> int:
     finally:
         for aside in [] if db is None else db.moved_aside:
             print(f"the database was damaged: moved it aside to {aside} and started a "
-                  "fresh one")
+                  "fresh one", file=notes or sys.stdout)
 
 
 def _refuse_read_only(db: SqliteStore, what: str) -> bool:
@@ -92,25 +107,57 @@ def _prefix(backend: str | None) -> str | None:
 
 def _info(args: argparse.Namespace) -> int:
     path = environment_database()
-    print(f"root         {environment.cache_root(config().cache_dir)}")
-    print(f"environment  {environment.environment_name(config().environment)}")
-    print(f"database     {path}")
+    where = {"root": str(environment.cache_root(config().cache_dir)),
+             "environment": environment.environment_name(config().environment),
+             "database": str(path)}
+    width = None if args.wide else WIDTH
+    if args.json:
+        def absent() -> int:
+            print(json.dumps({**where, "exists": False, "namespaces": []}, indent=2))
+            return 0
+
+        def as_json(db: SqliteStore) -> int:
+            print(json.dumps({
+                **where, "exists": True, "value_bytes": db.size_bytes(),
+                "disk_bytes": path.stat().st_size,
+                "namespaces": [{"namespace": n.namespace, "entries": n.entries,
+                                "bytes": n.bytes} for n in db.namespaces()],
+            }, indent=2))
+            return 0
+        return _with_store(as_json, absent=absent, notes=sys.stderr)
+    for label, value in where.items():
+        print(f"{label:<12} {value}")
 
     def action(db: SqliteStore) -> int:
         print(f"size         {format_bytes(db.size_bytes())} in values, "
               f"{format_bytes(path.stat().st_size)} on disk")
         print_table(("NAMESPACE", "ENTRIES", "SIZE"),
                     [(n.namespace, str(n.entries), format_bytes(n.bytes))
-                     for n in db.namespaces()])
+                     for n in db.namespaces()], shrink=(0,), width=width)
         return 0
     return _with_store(action)
 
 
 def _ls(args: argparse.Namespace) -> int:
+    prefix = _prefix(args.backend)
+    if args.json:
+        def absent() -> int:
+            print("[]")
+            return 0
+
+        def as_json(db: SqliteStore) -> int:
+            print(json.dumps([{"namespace": e.namespace, "key": e.key, "size": e.size,
+                               "origin": e.origin, "created": e.created,
+                               "last_used": e.last_used} for e in db.keys(prefix)], indent=2))
+            return 0
+        return _with_store(as_json, absent=absent, notes=sys.stderr)
+
     def action(db: SqliteStore) -> int:
+        # The first 16 hex digits of a key tell entries apart; --wide shows all 64.
         print_table(("NAMESPACE", "KEY", "SIZE", "ORIGIN"),
-                    [(e.namespace, e.key[:16], format_bytes(e.size), e.origin)
-                     for e in db.keys(_prefix(args.backend))])
+                    [(e.namespace, e.key if args.wide else e.key[:16], format_bytes(e.size),
+                      e.origin) for e in db.keys(prefix)],
+                    shrink=(0,), width=None if args.wide else WIDTH)
         return 0
     return _with_store(action)
 

@@ -4,7 +4,8 @@
 below and produces IR with every type resolved; :func:`kernel_signature` reads only
 its parameters. Anything outside the language raises
 :class:`~cubecl_server.errors.KernelSyntaxError` pointing at the file and line of the
-offending construct.
+offending construct, its traceback ending at that line (:func:`parse_kernel` drops
+the frontend's frames), with the likeliest intended name for an undefined one.
 
 The language
 ------------
@@ -59,9 +60,20 @@ Typing rules
   Two weak operands fold to a weak result with kernel semantics (``//`` and ``%``
   truncate toward zero; int and float give float; ``/`` of two ints is still an
   error, as on typed ints). A weak value that must become
-  concrete on its own (assigned to a new local, an index, a range bound) becomes
-  ``i32`` (int), ``f32`` (float) or ``bool``; ``x = 3000000000`` is an error, write
-  ``i64(3000000000)``.
+  concrete on its own (an index, a plane operation's operand) becomes ``i32``
+  (int), ``f32`` (float) or ``bool``.
+- **Weak locals.** A local whose first assignment is a weak number, or an expression
+  of weak numbers and weak locals, is weak too, and so is the variable of a
+  ``range()`` whose bounds all are. It takes the type of the first typed value it
+  meets in source order, where a literal would take one (an operand, a store, an
+  assignment to or from it, a ``min``/``max`` argument), for the whole kernel: an
+  integer type for a weak int (signed for a loop counting down), a float type for a
+  weak float. Weak locals that meet one another share one type
+  (:class:`~cubecl_server.lang.typerules.WeakLocals`); a later use needing another
+  type is a mismatch naming the use that fixed it; one that meets none is ``i32`` or
+  ``f32``. A cast, an index or a condition gives it no type. Its constants must fit
+  the type it ends with (``x = 3000000000`` needs an ``i64`` to meet). The kernel is
+  built again when a weak local gets a type after code using it was built.
 - **Same types.** Otherwise both operands of an operator must have one type; there
   are no implicit conversions. A mismatch names the operator, both types and the
   variables involved, and suggests a cast.
@@ -76,15 +88,18 @@ Typing rules
   (two weak sides: int and float give f32); both sides are evaluated
   (``ir.Select``). A constant condition picks its side, but both are still checked.
 - **Locals** are function-scoped, declared once in ``Kernel.locals`` in order of
-  first assignment. The first assignment fixes the type; a later assignment of
-  another type is an error naming the variable (a weak value adopts the type). A
-  local read before any assignment is an error. Assigning to a scalar parameter
-  works on a copy (a local named ``<param>_copy`` initialised from it); assigning to
-  an array or comptime parameter is an error.
+  first assignment. The first assignment fixes the type, unless the local is weak; a
+  later assignment of another type is an error naming the variable (a weak value
+  adopts the type). A local must be assigned on every path to each read of it, as
+  Python requires (:mod:`cubecl_server.lang.assigned` has the rule); a read some
+  path reaches unassigned is an error naming the assignment that may not have run.
+  Assigning to a scalar parameter works on a copy (a local named ``<param>_copy``
+  initialised from it); assigning to an array or comptime parameter is an error.
 - **Loops.** The variable of ``for i in range(...)`` is a local of the bounds' type
-  (the bounds must agree; all weak gives ``i32``, or the type ``i`` already has). It
-  cannot be assigned inside its loop; after the loop its value is unspecified. A
-  negative step needs a signed type.
+  (the bounds must agree; all weak gives a weak local, or the type ``i`` already
+  has). It cannot be assigned inside its loop, nor read after it (the loop may run
+  zero times) unless assigned before it; then its value after the loop is unspecified.
+  A negative step needs a signed type.
 - Indices are integers of any integer type (a weak one must not be negative and
   becomes ``i32``); a store's value must have the array's element type.
 - **Math.** ``abs min max clamp`` take any numeric type; ``exp log sqrt rsqrt sin
@@ -104,6 +119,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
+import difflib
 import inspect
 import itertools
 import types as pytypes
@@ -114,13 +131,16 @@ from typing import Any, NoReturn
 from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
+from .assigned import DefiniteAssignment
 from .signature import ComptimeValue, KernelSignature, kernel_signature, resolve_annotation
-from .source import KernelSource, body_of, closure_vars, load_source
+from .source import KernelSource, body_of, closure_vars, load_source, raises_at_kernel_line
 from .typerules import (
+    Fixed,
     Mismatch,
     TypeRuleError,
     Value,
     Weak,
+    WeakLocals,
     check_binary,
     check_pow,
     check_unary,
@@ -138,6 +158,7 @@ from .uniformity import Divergence, Marker, find_divergent, strip_markers
 __all__ = ["parse_kernel", "kernel_signature", "KernelSignature"]
 
 
+@raises_at_kernel_line
 def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = None, *,
                  source: KernelSource | None = None,
                  signature: KernelSignature | None = None) -> ir.Kernel:
@@ -147,17 +168,28 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
     ``kernel_signature(fn, source)`` made earlier (a kernel parsed again for other
     comptime values need not read its file again).
 
-    Raises KernelSyntaxError for anything outside the kernel language and TypeError
-    for comptime values that do not match the signature.
+    Raises KernelSyntaxError for anything outside the kernel language (its traceback
+    ends at the kernel's line, with none of the frontend's frames) and TypeError for
+    comptime values that do not match the signature.
     """
     if source is None:
         source = load_source(fn)
     sig = signature if signature is not None else kernel_signature(fn, source)
     bound = sig.bind_comptime(comptime or {})
     params = sig.specialise(dict(bound))
-    unit = _Unit()
-    builder = _KernelBuilder(fn, source, params, dict(bound), unit)
-    body = builder.build()
+    weak = WeakLocals()
+    while True:
+        unit = _Unit(weak)
+        try:
+            body = _KernelBuilder(fn, source, params, dict(bound), unit).build()
+        except _Retyped:
+            # A weak local got a type other than the one the code built so far gave it:
+            # build again, knowing it from the start. Each time one more local has its
+            # final type, so this ends.
+            continue
+        break
+    if unit.deferred:
+        raise unit.deferred[0]
     for d in find_divergent(body):
         raise _divergence_error(d, unit)
     return ir.Kernel(
@@ -215,6 +247,15 @@ _NUMERIC_MATH = (ir.MathFn.ABS, ir.MathFn.MIN, ir.MathFn.MAX, ir.MathFn.CLAMP)
 _PY_BUILTIN_MATH: dict[object, lt.MathIntrinsic] = {
     builtins.abs: lt.abs, builtins.min: lt.min, builtins.max: lt.max,
 }
+# What a kernel body can use from cubecl_server.lang: "did you mean" looks among these.
+_LANGUAGE_NAMES = frozenset(n for n in lt.__all__ if isinstance(
+    getattr(lt, n), (lt.BuiltinVar, lt.Intrinsic, lt.ScalarType)))
+# The Python builtins the language gives a meaning to.
+_PY_BUILTINS_USED = frozenset({"abs", "min", "max", "len", "range"})
+# NumPy and math spell some of the language's functions otherwise.
+_HOST_SPELLINGS = {"absolute": "abs", "fabs": "abs", "minimum": "min", "fmin": "min",
+                   "maximum": "max", "fmax": "max", "power": "pow", "clip": "clamp",
+                   "where": "select"}
 
 # The constructs users reach for most, with the name the error message gives them.
 _UNSUPPORTED_STMTS: dict[str, str] = {
@@ -255,10 +296,23 @@ class _NotFound:
 _NOT_FOUND = _NotFound()
 
 
-class _Unit:
-    """What the builders of one kernel and of the helpers inlined into it share."""
+class _Retyped(Exception):
+    """A weak local's type changed after code using it was built: build the kernel
+    again (:func:`parse_kernel` catches it)."""
 
-    def __init__(self) -> None:
+
+class _Unit:
+    """What the builders of one kernel and of the helpers inlined into it share, for
+    one build of the kernel (``weak`` outlives it: it is what the builds learn)."""
+
+    def __init__(self, weak: WeakLocals) -> None:
+        self.weak = weak
+        # id(expression) -> a weak local it derives from, for the expressions built
+        # from weak locals (their type is the class's, and a use may still fix it).
+        self.weak_values: dict[int, str] = {}
+        # Errors that a type fixed later in the kernel would undo: raised only if
+        # the build ends without one (a constant too large for i32, say).
+        self.deferred: list[KernelSyntaxError] = []
         self.ir_locals: list[ir.Local] = []
         self.shared: list[ir.SharedArray] = []
         # Every name the IR may already use: fresh names avoid them.
@@ -337,6 +391,7 @@ class _KernelBuilder:
         self.always_returns = False
         self.tail = False
         self.branch_returns = False
+        self.flow = DefiniteAssignment()
         if helper is not None:
             return
         unit.taken |= {n.id for n in names}
@@ -347,6 +402,7 @@ class _KernelBuilder:
                 copy = unit.fresh(f"{p.name}_copy")
                 self._declare(p.name, copy, p.elem, source.line(tree))
                 self.prologue.append(ir.Assign(copy, ir.Var(p.name, p.elem)))
+                self.flow.assign(p.name, source.line(tree))
 
     def ir_name(self, name: str) -> str:
         """The IR name of a new local ``name``: itself in a kernel, fresh in a helper."""
@@ -358,7 +414,27 @@ class _KernelBuilder:
 
     def fail(self, node: ast.AST, message: str) -> KernelSyntaxError:
         """A KernelSyntaxError at ``node``'s line."""
-        return KernelSyntaxError(message, self.src.file, self.src.line(node))
+        return KernelSyntaxError(message, self.src.file, self.src.line(node),
+                                 function=self.fn.__name__)
+
+    def undefined(self, node: ast.AST, name: str) -> KernelSyntaxError:
+        """The error for a name that resolves to nothing, suggesting the name most like
+        it among the language's, the kernel's own and its module's."""
+        if name in _LANGUAGE_NAMES:
+            return self.fail(node, f"name `{name}` is not defined: it is part of the kernel "
+                                   "language; import it from cubecl_server.lang")
+        known = (_LANGUAGE_NAMES | _PY_BUILTINS_USED | self.assigned | set(self.params)
+                 | set(self.comptime) | set(self.comptime_types) | set(self.shared_arrays)
+                 | set(self.closure) | {g for g in self.globals if not g.startswith("__")})
+        close = difflib.get_close_matches(name, known, n=1)
+        if not close:
+            return self.fail(node, f"name `{name}` is not defined")
+        guess = close[0]
+        where = ""
+        if guess in _LANGUAGE_NAMES and guess not in self.closure \
+                and guess not in self.globals:
+            where = " (import it from cubecl_server.lang)"
+        return self.fail(node, f"name `{name}` is not defined; did you mean `{guess}`?{where}")
 
     def seg(self, node: ast.AST) -> str:
         """The source text of ``node``."""
@@ -376,6 +452,66 @@ class _KernelBuilder:
         self.unit.ir_locals.append(ir.Local(name, elem))
         return ir.Var(name, elem)
 
+    # ------------------------------------------------------------ weak locals
+
+    def weak_of(self, v: Value) -> str | None:
+        """The class (its root) of the weak locals ``v`` is built from, or None for a
+        value of a fixed type and for a weak constant."""
+        if isinstance(v, Weak):
+            return None
+        name = self.unit.weak_values.get(id(v))
+        return None if name is None else self.unit.weak.find(name)
+
+    def derived(self, v: ir.Expr, root: str | None) -> ir.Expr:
+        """``v``, noted as built from the weak locals of class ``root`` (when given and
+        ``v`` is a number: a comparison's bool has a type of its own)."""
+        if root is not None and v.type is not ir.Elem.BOOL:
+            self.unit.weak_values[id(v)] = root
+            self.unit.keep.append(v)  # so that its id stays its own
+        return v
+
+    def meet(self, v: Value, elem: ir.Elem, node: ast.AST) -> None:
+        """``v`` meets a value of type ``elem`` where a literal would take ``elem``: a
+        weak class without a type takes it, if it is of the class's kind (if it is
+        not, the caller's check reports the mismatch)."""
+        root = self.weak_of(v)
+        if root is not None:
+            self.fix(root, elem, node)
+
+    def fix(self, ir_name: str, elem: ir.Elem, node: ast.AST) -> None:
+        """The weak local ``ir_name`` meets a value of type ``elem`` in ``node``."""
+        fixed = Fixed(elem, self.seg(node), self.src.file, self.src.line(node))
+        if self.unit.weak.fix(ir_name, fixed):
+            raise _Retyped
+
+    def meet_pair(self, a: Value, b: Value, node: ast.AST) -> None:
+        """The two operands of ``node`` meet: a weak one takes the other's type, two
+        weak classes become one."""
+        ra, rb = self.weak_of(a), self.weak_of(b)
+        if ra is not None and rb is not None:
+            if self.unit.weak.join(ra, rb):
+                raise _Retyped
+        elif ra is not None and not isinstance(b, Weak):
+            self.meet(a, b.type, node)
+        elif rb is not None and not isinstance(a, Weak):
+            self.meet(b, a.type, node)
+
+    def weak_origin(self, ir_name: str) -> str:
+        """Why the weak local ``ir_name`` has its type, for an error message ("" for
+        any other local)."""
+        weak = self.unit.weak
+        if ir_name not in weak:
+            return ""
+        fixed = weak.fixed(ir_name)
+        if fixed is not None:
+            where = f"line {fixed.line}" if fixed.file == self.src.file \
+                else f"{fixed.file}:{fixed.line}"
+            return f", from `{fixed.text}` on {where}"
+        if weak.must_be_signed(ir_name):
+            return ", a loop variable counting down: it stays signed"
+        what = "integer" if weak.kind(ir_name) == "int" else "float"
+        return f", assigned only constants so far: the first {what} type it meets fixes it"
+
     def describe_vars(self, *nodes: ast.AST) -> str:
         """`` (`n` is i32, ...)`` for the variables that appear in ``nodes``."""
         seen: list[str] = []
@@ -388,7 +524,8 @@ class _KernelBuilder:
 
     def _describe_name(self, name: str) -> str | None:
         if name in self.locals:
-            return f"`{name}` is {self.locals[name].elem.value}"
+            info = self.locals[name]
+            return f"`{name}` is {info.elem.value}{self.weak_origin(info.ir_name)}"
         if name in self.assigned:
             return None
         if name in self.params:
@@ -447,7 +584,7 @@ class _KernelBuilder:
                 raise self.fail(node, f"`{name}` is a kernel variable, not a function or type")
             obj = self._lookup(name)
             if obj is _NOT_FOUND:
-                raise self.fail(node, f"name `{name}` is not defined")
+                raise self.undefined(node, name)
             return obj
         if isinstance(node, ast.Attribute):
             v = node.value
@@ -460,8 +597,11 @@ class _KernelBuilder:
                 raise self.fail(node, f"attribute access (`{self.seg(node)}`) is not "
                                       "supported in kernels")
             if not hasattr(base, node.attr):
+                close = difflib.get_close_matches(
+                    node.attr, [n for n in dir(base) if not n.startswith("_")], n=1)
+                hint = f"; did you mean `{self.seg(v)}.{close[0]}`?" if close else ""
                 raise self.fail(node, f"module `{base.__name__}` has no attribute "
-                                      f"`{node.attr}`")
+                                      f"`{node.attr}`{hint}")
             return getattr(base, node.attr)
         raise self.fail(node, f"`{self.seg(node)}` cannot be called in a kernel: only "
                               "named kernel functions can")
@@ -562,9 +702,11 @@ class _KernelBuilder:
         return []
 
     def stmt_Break(self, node: ast.Break) -> list[ir.Stmt]:
+        self.flow.jump("break", self.src.line(node))
         return [ir.Break()]
 
     def stmt_Continue(self, node: ast.Continue) -> list[ir.Stmt]:
+        self.flow.jump("continue", self.src.line(node))
         return [ir.Continue()]
 
     def stmt_Return(self, node: ast.Return) -> list[ir.Stmt]:
@@ -572,8 +714,11 @@ class _KernelBuilder:
             if node.value is not None:
                 raise self.fail(node, "a kernel returns nothing: write results to an array "
                                       "parameter and use a bare `return`")
+            self.flow.jump("return", self.src.line(node))
             return [ir.Return()]
-        return self.helper_return(node)
+        out = self.helper_return(node)
+        self.flow.jump("return", self.src.line(node))
+        return out
 
     def helper_return(self, node: ast.Return) -> list[ir.Stmt]:
         """``return [expr]`` in a helper: the call's value, or an assignment to its
@@ -715,6 +860,7 @@ class _KernelBuilder:
             raise self.fail(node, f"`{name}` is {info.elem.value} (from its first assignment "
                                   f"on line {info.line}) but {obj.name}() returns "
                                   f"{elem.value}")
+        self.flow.assign(name, self.src.line(node))
         return [ir.AtomicStmt(stmt.op, stmt.array, stmt.index, stmt.value, stmt.compare,
                               info.ir_name)]
 
@@ -794,6 +940,7 @@ class _KernelBuilder:
         if info is None:
             expr = self.coerce(value, ann.elem, node, node.value, f"`{name}`")
             info = self._declare(name, self.ir_name(name), ann.elem, self.src.line(node))
+            self.flow.assign(name, self.src.line(node))
             return [ir.Assign(info.ir_name, expr)]
         return [self.assign_name(name, value, node, node.value)]
 
@@ -818,6 +965,7 @@ class _KernelBuilder:
         if isinstance(target, ast.Subscript):
             array, elem = self.array_of(target)
             index = self.index(target.slice)
+            self.meet(value, elem, node)
             if isinstance(value, Weak):
                 try:
                     return ir.Store(array, index, const_of(value, elem))
@@ -853,6 +1001,7 @@ class _KernelBuilder:
     def coerce(self, value: Value, elem: ir.Elem, node: ast.AST, value_node: ast.AST,
                what: str) -> ir.Expr:
         """``value`` as an expression of ``elem``: a weak one adopts it, others must match."""
+        self.meet(value, elem, node)
         if isinstance(value, Weak):
             try:
                 return const_of(value, elem)
@@ -873,17 +1022,64 @@ class _KernelBuilder:
         """``name = value``: declares the local on its first assignment."""
         self.check_assignable(name, node)
         info = self.locals.get(name)
+        weak = self.unit.weak
         if info is None:
-            try:
-                expr = concrete(value)
-            except TypeRuleError as err:
-                raise self.fail(node, f"{err.message} in `{self.seg(node)}`; cast it to pick "
-                                      f"a wider type, e.g. i64({self.seg(value_node)})"
-                                ) from None
-            info = self._declare(name, self.ir_name(name), expr.type, self.src.line(node))
-            return ir.Assign(info.ir_name, expr)
-        first = f"`{name}` (from its first assignment on line {info.line})"
-        return ir.Assign(info.ir_name, self.coerce(value, info.elem, node, value_node, first))
+            info, expr = self.new_local(name, value, node, value_node)
+        elif info.ir_name in weak and isinstance(value, Weak) \
+                and value.kind == weak.kind(info.ir_name):
+            expr = self.weak_constant(value, info, node, value_node)
+        else:
+            if info.ir_name in weak:
+                # Assigning to a weak local is a meeting too: a typed value gives it its
+                # type, a weak one joins the two classes.
+                root = self.weak_of(value)
+                if root is not None and weak.join(info.ir_name, root):
+                    raise _Retyped
+                if root is None and not isinstance(value, Weak):
+                    self.fix(info.ir_name, value.type, node)
+            fixed = weak.fixed(info.ir_name) if info.ir_name in weak else None
+            first = (f"`{name}` (from its first assignment on line {info.line})"
+                     if fixed is None else
+                     f"`{name}` (typed by `{fixed.text}` on line {fixed.line})")
+            expr = self.coerce(value, info.elem, node, value_node, first)
+        self.flow.assign(name, self.src.line(node))
+        return ir.Assign(info.ir_name, expr)
+
+    def new_local(self, name: str, value: Value, node: ast.AST, value_node: ast.AST
+                  ) -> tuple[_LocalInfo, ir.Expr]:
+        """Declare ``name`` on its first assignment, of ``value``; the local is weak
+        when the value is (a weak number, or built from weak locals)."""
+        line = self.src.line(node)
+        ir_name = self.ir_name(name)
+        weak = self.unit.weak
+        root = self.weak_of(value)
+        if root is not None:
+            assert not isinstance(value, Weak)
+            weak.add(ir_name, weak.kind(root), like=root)
+            return self._declare(name, ir_name, value.type, line), value
+        if isinstance(value, Weak) and value.kind != "bool":
+            weak.add(ir_name, value.kind)
+            info = self._declare(name, ir_name, weak.elem(ir_name), line)
+            return info, self.weak_constant(value, info, node, value_node)
+        expr = concrete(value)  # a bool constant, or a value of a fixed type
+        return self._declare(name, ir_name, expr.type, line), expr
+
+    def weak_constant(self, value: Weak, info: _LocalInfo, node: ast.AST,
+                      value_node: ast.AST) -> ir.Expr:
+        """``value``, of the weak local ``info``'s kind, as a constant of its type. One
+        that does not fit a type not yet fixed is an error only if no type is met
+        later that holds it (it is deferred)."""
+        try:
+            return const_of(value, info.elem)
+        except TypeRuleError as err:
+            if self.unit.weak.fixed(info.ir_name) is not None:
+                self.rule_error(node, err, node)
+            self.unit.deferred.append(self.fail(
+                node, f"{err.message} in `{self.seg(node)}`; cast it to pick a wider type, "
+                      f"e.g. i64({self.seg(value_node)})"))
+            # Never compiled: this build ends in the error, or a type is met and the
+            # kernel is built again.
+            return ir.Const(0, info.elem)
 
     def stmt_If(self, node: ast.If) -> list[ir.Stmt]:
         cond = self.as_bool_condition(node.test, "`if`")
@@ -893,9 +1089,12 @@ class _KernelBuilder:
             # Only the taken branch is compiled: comptime code may be invalid in the other.
             return list(self.block(node.body if known else node.orelse, tail))
         assert not isinstance(cond, Weak)
+        fork = self.flow.fork(self.src.line(node))
         then = self.block(node.body, tail)
         then_returns = self.always_returns
+        fork.otherwise()
         orelse = self.block(node.orelse, tail)
+        fork.join()
         self.always_returns = then_returns and self.always_returns and bool(node.orelse)
         return [ir.If(cond, then, orelse)]
 
@@ -908,9 +1107,13 @@ class _KernelBuilder:
             raise self.fail(node.test, "the condition of `while` cannot use atomics or call "
                                        "a cube_fn with statements: compute it into a local "
                                        "before the loop and again at the end of the body")
-        if self.constant_bool(cond) is False:
+        known = self.constant_bool(cond)
+        if known is False:
             return []
-        return [ir.While(concrete(cond), self.block(node.body))]
+        loop = self.flow.loop("while True" if known else "while", self.src.line(node))
+        body = self.block(node.body)
+        loop.exit()
+        return [ir.While(concrete(cond), body)]
 
     def stmt_For(self, node: ast.For) -> list[ir.Stmt]:
         if node.orelse:
@@ -954,28 +1157,47 @@ class _KernelBuilder:
             if step == 0:
                 raise self.fail(arg_nodes[2], "the step of range() must not be zero")
         info = self.locals.get(name)
+        weak = self.unit.weak
         bounds = [(start, start_node), (stop, stop_node)]
-        elem = info.elem if info is not None else None
+        for v, _ in bounds:
+            if not isinstance(v, Weak) and not v.type.is_int:
+                raise self.fail(it, f"range() needs integer bounds, got {v.type.value} in "
+                                    f"`{self.seg(it)}`{self.describe_vars(it)}")
+        var = info.ir_name if info is not None else self.ir_name(name)
+        typed = [v for v, _ in bounds if not isinstance(v, Weak) and self.weak_of(v) is None]
+        if info is None and not typed:
+            # Bounds of constants and weak locals only: the variable is weak too, in one
+            # class with the weak bounds.
+            weak.add(var, "int")
+        if var in weak:
+            if step < 0:
+                weak.require_signed(var)
+            for v, _ in bounds:
+                root = self.weak_of(v)
+                if root is not None and weak.join(var, root):
+                    raise _Retyped
+                if root is None and not isinstance(v, Weak):
+                    self.fix(var, v.type, it)
+            elem = weak.elem(var)
+        else:
+            elem = info.elem if info is not None else typed[0].type
+            for v, _ in bounds:
+                self.meet(v, elem, it)
+        if not elem.is_int:
+            raise self.fail(it, f"range() counts with integers, but `{name}` is "
+                                f"{elem.value}{self.describe_vars(it)}")
         for v, bnode in bounds:
-            if isinstance(v, Weak):
-                continue
-            if elem is None:
-                elem = v.type
-            elif v.type is not elem:
-                why = f"; `{name}` is already {elem.value}" if info is not None else ""
+            if not isinstance(v, Weak) and v.type is not elem:
+                why = (f"; `{name}` is already {elem.value}{self.weak_origin(var)}"
+                       if info is not None else "")
                 raise self.fail(it, f"type mismatch in `{self.seg(it)}`: the bounds of "
                                     f"range() must share one type, {elem.value} vs "
                                     f"{v.type.value}{self.describe_vars(it)}{why}; cast, "
                                     f"e.g. {elem.value}({self.seg(bnode or it)})")
-        if elem is None:
-            elem = ir.Elem.I32
-        if not elem.is_int:
-            raise self.fail(it, f"range() needs integer bounds, got {elem.value} in "
-                                f"`{self.seg(it)}`{self.describe_vars(it)}")
         if step < 0 and not elem.is_signed:
             raise self.fail(it, f"a negative step needs a signed loop variable, but `{name}` "
-                                f"would be {elem.value}; cast the bounds, e.g. "
-                                f"i32({self.seg(stop_node)})")
+                                f"would be {elem.value}{self.weak_origin(var)}; cast the "
+                                f"bounds, e.g. i32({self.seg(stop_node)})")
         exprs: list[ir.Expr] = []
         for v, bnode in bounds:
             if isinstance(v, Weak):
@@ -993,12 +1215,15 @@ class _KernelBuilder:
             raise self.fail(it, f"range(..., unroll=True) needs constant bounds (literals or "
                                 f"comptime values), not `{self.seg(it)}`{self.describe_vars(it)}")
         if info is None:
-            info = self._declare(name, self.ir_name(name), elem, self.src.line(node))
+            info = self._declare(name, var, elem, self.src.line(node))
+        loop = self.flow.loop("for", self.src.line(node))
+        self.flow.assign(name, self.src.line(node))
         self.loop_vars.append(name)
         try:
             body = self.block(node.body)
         finally:
             self.loop_vars.pop()
+        loop.exit()
         return [ir.For(info.ir_name, exprs[0], exprs[1], step_c, body, unroll)]
 
     def _is_range(self, func: ast.expr) -> bool:
@@ -1035,8 +1260,13 @@ class _KernelBuilder:
     def read_name(self, name: str, node: ast.AST) -> Value:
         """The value of the variable, parameter or global ``name``."""
         if name in self.locals:
+            if name in self.assigned and not self.flow.is_assigned(name):
+                raise self.fail(node, self.flow.unassigned(name))
             info = self.locals[name]
-            return ir.Var(info.ir_name, info.elem)
+            var = ir.Var(info.ir_name, info.elem)
+            if info.ir_name in self.unit.weak:
+                return self.derived(var, self.unit.weak.find(info.ir_name))
+            return var
         if name in self.shared_arrays:
             raise self.fail(node, f"shared array `{name}` can only be indexed (`{name}[i]`), "
                                   "passed to len() or to a cube_fn")
@@ -1055,7 +1285,7 @@ class _KernelBuilder:
             raise self.fail(node, f"local variable `{name}` is read before it is assigned")
         obj = self._lookup(name)
         if obj is _NOT_FOUND:
-            raise self.fail(node, f"name `{name}` is not defined")
+            raise self.undefined(node, name)
         assert isinstance(node, ast.expr)
         return self.value_of_object(obj, node)
 
@@ -1147,6 +1377,7 @@ class _KernelBuilder:
     def apply(self, op: ir.BinOp, lhs: Value, rhs: Value, node: ast.AST, lnode: ast.AST,
               rnode: ast.AST) -> Value:
         """``lhs op rhs`` with the typing rules, folding constants."""
+        self.meet_pair(lhs, rhs, node)
         try:
             if isinstance(lhs, Weak) and isinstance(rhs, Weak):
                 unify(lhs, rhs)
@@ -1164,11 +1395,12 @@ class _KernelBuilder:
                         return other
                     return ir.Const(op is ir.BinOp.OR, ir.Elem.BOOL)
         result = ir.Elem.BOOL if op.is_comparison else a.type
-        return ir.Binary(op, a, b, result)
+        return self.derived(ir.Binary(op, a, b, result), self.weak_of(lhs) or self.weak_of(rhs))
 
     def power(self, lhs: Value, rhs: Value, node: ast.AST, lnode: ast.AST,
               rnode: ast.AST) -> Value:
         """``lhs ** rhs``: folds on constants, MathFn.POW on floats."""
+        self.meet_pair(lhs, rhs, node)
         try:
             if isinstance(lhs, Weak) and isinstance(rhs, Weak):
                 unify(lhs, rhs)
@@ -1178,7 +1410,8 @@ class _KernelBuilder:
             check_pow(kind_of(a.type), a.type.value)
         except TypeRuleError as err:
             self.rule_error(node, err, lnode, rnode)
-        return ir.Math(ir.MathFn.POW, (a, b), a.type)
+        return self.derived(ir.Math(ir.MathFn.POW, (a, b), a.type),
+                            self.weak_of(lhs) or self.weak_of(rhs))
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
         lhs = self.expr(node.left)
@@ -1202,7 +1435,7 @@ class _KernelBuilder:
             self.rule_error(node, err, node.operand)
         if op is ir.UnOp.NOT and isinstance(v, ir.Const):
             return ir.Const(not v.value, ir.Elem.BOOL)
-        return ir.Unary(op, v, v.type)
+        return self.derived(ir.Unary(op, v, v.type), self.weak_of(v))
 
     def expr_Compare(self, node: ast.Compare) -> Value:
         operands = [node.left, *node.comparators]
@@ -1236,6 +1469,8 @@ class _KernelBuilder:
         """``a if cond else b`` as a Select, or the taken side for a constant cond."""
         cond = self.as_bool_condition(cond_node, f"`{self.seg(node)}`")
         a, b = self.expr(a_node), self.expr(b_node)
+        self.meet_pair(a, b, node)
+        root = self.weak_of(a) or self.weak_of(b)
         try:
             a, b = unify(a, b)
         except Mismatch as m:
@@ -1253,7 +1488,7 @@ class _KernelBuilder:
                 self.rule_error(node, err, a_node, b_node)
         assert not isinstance(a, Weak) and not isinstance(b, Weak)
         assert not isinstance(cond, Weak)
-        return ir.Select(cond, a, b, a.type)
+        return self.derived(ir.Select(cond, a, b, a.type), root)
 
     def expr_Call(self, node: ast.Call) -> Value:
         func = node.func
@@ -1308,6 +1543,16 @@ class _KernelBuilder:
                                   "f32(x), bool_(x) or another kernel type")
         if isinstance(obj, lt.Intrinsic):
             raise self.fail(node, f"`{obj.name}` cannot be used in an expression")
+        counterpart = _kernel_counterpart(obj)
+        if counterpart is not None:
+            owner = "NumPy" if getattr(obj, "__module__", "").startswith("numpy") else "math"
+            if isinstance(obj, type):
+                raise self.fail(node, f"`{self.seg(func)}` is a {owner} type, not a kernel "
+                                      f"cast: use `{counterpart}` from cubecl_server.lang, "
+                                      f"e.g. {counterpart}(x)")
+            raise self.fail(node, f"`{self.seg(func)}` is a {owner} function, which runs in "
+                                  f"Python, not in kernels: use `{counterpart}` from "
+                                  "cubecl_server.lang")
         if type(obj).__name__ == "KernelFunction":
             raise self.fail(node, f"`{self.seg(func)}` is a @kernel: kernels cannot call "
                                   "kernels; make the shared code a @cube_fn")
@@ -1326,7 +1571,8 @@ class _KernelBuilder:
             except TypeRuleError as err:
                 self.rule_error(node, err, node.args[0])
         if v.type is t.elem:
-            return v
+            # A cast's value has its type for good: a weak one is copied, not marked.
+            return copy.copy(v) if self.weak_of(v) is not None else v
         return ir.Cast(v, t.elem)
 
     def call_len(self, node: ast.Call) -> Value:
@@ -1389,7 +1635,8 @@ class _KernelBuilder:
         for p in sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise KernelSyntaxError(f"cube_fn `{cf.name}` cannot take `*{p.name}` or "
-                                        f"`**{p.name}`", source.file, source.line(source.tree))
+                                        f"`**{p.name}`", source.file, source.line(source.tree),
+                                        function=cf.name)
         kwargs: dict[str, ast.expr] = {}
         for kw in node.keywords:
             if kw.arg is None:
@@ -1410,7 +1657,8 @@ class _KernelBuilder:
                 except Exception as exc:
                     raise KernelSyntaxError(
                         f"cannot evaluate the annotation of `{pname}` of cube_fn "
-                        f"`{cf.name}`: {exc}", source.file, source.line(source.tree)) from None
+                        f"`{cf.name}`: {exc}", source.file, source.line(source.tree),
+                        function=cf.name) from None
             else:
                 ann = None
             self.bind_argument(child, pname, arg, ann, node, prologue)
@@ -1428,7 +1676,7 @@ class _KernelBuilder:
                 raise KernelSyntaxError(
                     f"cube_fn `{cf.name}` returns a value on some paths only: end every "
                     "branch of its final if/else with a `return`", source.file,
-                    source.line(source.tree))
+                    source.line(source.tree), function=cf.name)
             value = ir.Var(child.result.ir_name, child.result.elem) if child.result else None
         else:
             value = child.returned_value
@@ -1494,16 +1742,27 @@ class _KernelBuilder:
         if isinstance(v, Weak) and pname not in child.assigned:
             child.comptime[pname] = v.value
             return
+        line = child.src.line(child.src.tree)
+        if isinstance(v, ir.Var) and pname not in child.assigned:
+            # The helper cannot assign it, and nothing else runs in between: share it
+            # (a weak local stays weak: its IR name is in the unit's weak locals).
+            child.locals[pname] = _LocalInfo(v.name, v.type, line)
+            return
+        # Otherwise a local of the helper, weak when the argument is.
+        ir_name = child.ir_name(pname)
+        weak = self.unit.weak
+        root = self.weak_of(v)
+        if root is not None:
+            weak.add(ir_name, weak.kind(root), like=root)
+        elif isinstance(v, Weak) and v.kind != "bool":
+            weak.add(ir_name, v.kind)
         try:
-            e = concrete(v)
+            e = const_of(v, weak.elem(ir_name)) if isinstance(v, Weak) and ir_name in weak \
+                else concrete(v)
         except TypeRuleError as err:
             self.rule_error(arg_node, err, arg_node)
-        line = child.src.line(child.src.tree)
-        if isinstance(e, ir.Var) and pname not in child.assigned:
-            # The helper cannot assign it, and nothing else runs in between: share it.
-            child.locals[pname] = _LocalInfo(e.name, e.type, line)
-            return
-        info = child._declare(pname, child.ir_name(pname), e.type, line)
+        info = child._declare(pname, ir_name, e.type, line)
+        child.flow.assign(pname, line)
         prologue.append(ir.Assign(info.ir_name, e))
 
     def call_math(self, fn: lt.MathIntrinsic, node: ast.Call) -> Value:
@@ -1514,6 +1773,12 @@ class _KernelBuilder:
             raise self.fail(node, f"{fn.name}() takes {count} argument"
                                   f"{'s' if fn.arity != 1 else ''}, got {n}")
         values = [self.expr(a) for a in node.args]
+        # The arguments meet one another: a typed one, if any, gives weak ones its type.
+        typed = [v for v in values if not isinstance(v, Weak)]
+        if typed:
+            pivot = next((v for v in typed if self.weak_of(v) is None), typed[0])
+            for v in typed:
+                self.meet_pair(pivot, v, node)
         elem: ir.Elem | None = None
         for v in values:
             if not isinstance(v, Weak):
@@ -1556,12 +1821,29 @@ class _KernelBuilder:
                                   f"`{self.seg(node)}`{self.describe_vars(*node.args)}; cast "
                                   f"the argument, e.g. {fn.name}(f32({self.seg(node.args[0])}))")
         result = ir.Elem.BOOL if fn.fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF) else elem
+        root = next((r for r in map(self.weak_of, typed) if r is not None), None)
         if fn.variadic and len(args) > 2:
             acc: ir.Expr = args[0]
             for nxt in args[1:]:
                 acc = ir.Math(fn.fn, (acc, nxt), result)
-            return acc
-        return ir.Math(fn.fn, tuple(args), result)
+            return self.derived(acc, root)
+        return self.derived(ir.Math(fn.fn, tuple(args), result), root)
+
+
+def _kernel_counterpart(obj: object) -> str | None:
+    """The kernel-language name for a NumPy or ``math`` function or a NumPy scalar type
+    (``np.exp`` and ``math.exp``: ``exp``; ``np.minimum``: ``min``; ``np.float32``:
+    ``f32``), or None when the language has none."""
+    module = getattr(obj, "__module__", None)
+    if not isinstance(module, str) or module.split(".")[0] not in ("numpy", "math"):
+        return None
+    name = getattr(obj, "__name__", "")
+    if isinstance(obj, type):
+        elem = next((e for e in ir.Elem if e.numpy_name == name), None)
+        return None if elem is None else lt.scalar_type(elem).name
+    name = _HOST_SPELLINGS.get(name, name)
+    ours = getattr(lt, name, None) if name in _LANGUAGE_NAMES else None
+    return name if isinstance(ours, lt.MathIntrinsic) or ours is lt.select else None
 
 
 def _fold_int_math(fn: ir.MathFn, xs: list[int]) -> int:

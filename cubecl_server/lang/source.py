@@ -1,17 +1,22 @@
-"""Reading a kernel's source: the function's AST with its real file line numbers."""
+"""Reading a kernel's source: the function's AST with its real file line numbers; and
+pointing a KernelSyntaxError's traceback at the kernel's line."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
+import linecache
 import textwrap
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from ..errors import KernelSyntaxError
 
-__all__ = ["KernelSource", "load_source", "code_location", "closure_vars", "body_of"]
+__all__ = ["KernelSource", "load_source", "code_location", "closure_vars", "body_of",
+           "hide_frontend_frames", "raises_at_kernel_line"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,67 @@ class KernelSource:
         """The source text of ``node`` as the user wrote it."""
         seg = ast.get_source_segment(self.text, node)
         return seg if seg is not None else ast.unparse(node)
+
+
+class _Here(Exception):
+    """Raised and caught at once: its traceback is a frame at a line of a kernel."""
+
+
+def hide_frontend_frames(exc: KernelSyntaxError) -> None:
+    """Give ``exc`` a traceback of one frame, at the line of the kernel it is about, and
+    no chained exception, as if the kernel's own line had raised it.
+
+    The frontend's frames tell a kernel's author nothing; what does is their own call
+    (the frames the error passes on its way up to it) and the kernel's line. A public
+    entry point re-raises with a bare ``raise``, which adds no frame of its own::
+
+        try:
+            ...
+        except KernelSyntaxError as exc:
+            hide_frontend_frames(exc)
+            raise
+    """
+    exc.__cause__ = None
+    exc.__suppress_context__ = True
+    if exc.line < 1:
+        exc.with_traceback(None)
+        return
+    # A code object compiled under the kernel's file name, raising on the kernel's
+    # line, makes a real frame there: tracebacks print the line from the file. The
+    # raise spans two lines from the line's own indentation, so no carets are drawn
+    # under a part of it.
+    text = linecache.getline(exc.file, exc.line)
+    indent = len(text) - len(text.lstrip())
+    if indent and exc.line > 1:
+        code = "\n" * (exc.line - 2) + "if 1:\n" + " " * indent + "raise (\n_Here)"
+    else:
+        code = "\n" * (exc.line - 1) + "raise (\n_Here)"
+    compiled = compile(code, exc.file, "exec").replace(co_name=exc.function or "<kernel>")
+    try:
+        exec(compiled, {"_Here": _Here})
+    except _Here as here:
+        # The first frame is this function's; the second is the kernel's line.
+        at = here.__traceback__.tb_next  # type: ignore[union-attr]
+        assert at is not None
+        exc.with_traceback(types.TracebackType(None, at.tb_frame, at.tb_lasti, at.tb_lineno))
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def raises_at_kernel_line(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Decorator for the public entries of the kernel language: a KernelSyntaxError
+    leaving ``fn`` shows the kernel's line and its caller's frames, none of the
+    frontend's (:func:`hide_frontend_frames`)."""
+    @functools.wraps(fn)
+    def entry(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except KernelSyntaxError as exc:
+            hide_frontend_frames(exc)
+            raise
+    return entry
 
 
 def code_location(fn: Callable[..., Any]) -> tuple[str, int]:
@@ -123,6 +189,7 @@ def _parse_one(text: str) -> ast.Module | None:
     return module if len(module.body) == 1 else None
 
 
+@raises_at_kernel_line
 def load_source(fn: Callable[..., Any]) -> KernelSource:
     """Parse ``fn``'s definition from its file; raise KernelSyntaxError if impossible.
 
@@ -140,7 +207,7 @@ def load_source(fn: Callable[..., Any]) -> KernelSource:
         raise KernelSyntaxError(
             f"the source of `{fn.__name__}` is not available ({exc}); kernels are "
             "compiled from their source text, so they must be defined in a file, "
-            "not in a REPL or with exec()", file, first) from None
+            "not in a REPL or with exec()", file, first, function=fn.__name__) from None
     # getsource starts at the first decorator line, which is co_firstlineno.
     offset = first - 1
     quick = _quick_block(lines[start:])
@@ -153,11 +220,13 @@ def load_source(fn: Callable[..., Any]) -> KernelSource:
                                             offset, fn, file, first)
     tree = module.body[0] if module.body else None
     if isinstance(tree, ast.AsyncFunctionDef):
-        raise KernelSyntaxError("a kernel cannot be `async def`", file, tree.lineno + offset)
+        raise KernelSyntaxError("a kernel cannot be `async def`", file, tree.lineno + offset,
+                                function=fn.__name__)
     if not isinstance(tree, ast.FunctionDef) or tree.name != fn.__name__:
         raise KernelSyntaxError(
             f"`{fn.__name__}` must be defined with a `def` statement of its own to be a "
-            "kernel (lambdas and generated functions have no usable source)", file, first)
+            "kernel (lambdas and generated functions have no usable source)", file, first,
+            function=fn.__name__)
     return KernelSource(tree=tree, file=file, offset=offset, text=text)
 
 
@@ -177,8 +246,8 @@ def _parse_block(raw: str, offset: int, fn: Callable[..., Any], file: str,
         module = ast.parse(text)
     except SyntaxError as exc:
         raise KernelSyntaxError(
-            f"cannot parse the source of `{fn.__name__}`: {exc.msg}", file, first
-        ) from None
+            f"cannot parse the source of `{fn.__name__}`: {exc.msg}", file, first,
+            function=fn.__name__) from None
     inner = module.body[0]
     assert isinstance(inner, ast.If)
     return ast.Module(body=inner.body, type_ignores=[]), text, offset - 1

@@ -3,8 +3,10 @@
 The rules themselves are written out in :mod:`cubecl_server.lang.frontend`'s
 docstring; this module implements them on values: concrete IR expressions and
 :class:`Weak` constants (Python literals, globals and comptime values, which have
-no kernel type until they meet one). Failures raise :class:`TypeRuleError` with a
-message the frontend completes with where it happened.
+no kernel type until they meet one), and keeps, in :class:`WeakLocals`, the locals
+that hold only such values and so take their type from what they meet. Failures
+raise :class:`TypeRuleError` with a message the frontend completes with where it
+happened.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from .. import ir
 __all__ = [
     "Weak", "Value", "TypeRuleError", "Mismatch", "type_name", "default_elem",
     "const_of", "concrete", "unify", "check_binary", "fold_binary", "fold_unary",
-    "fold_cast", "int_range", "kind_of", "check_pow", "check_unary",
+    "fold_cast", "int_range", "kind_of", "check_pow", "check_unary", "Fixed",
+    "WeakLocals",
 ]
 
 
@@ -281,3 +284,122 @@ def fold_cast(value: int | float | bool, elem: ir.Elem) -> ir.Const:
     if elem.is_signed and v >= 1 << (elem.bits - 1):
         v -= 1 << elem.bits
     return ir.Const(v, elem)
+
+
+# ---------------------------------------------------------------- weak locals
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """Where a weak local's type was fixed: the type, and the expression (its source
+    text, file and line) in which the local met a value of that type."""
+
+    elem: ir.Elem
+    text: str
+    file: str
+    line: int
+
+
+class WeakLocals:
+    """The weak locals of one kernel: locals first assigned a weak value (or built
+    from weak values and other weak locals), which have a kind but no type yet.
+
+    Weak locals combined with one another (one assigned from another, both operands
+    of one operator, a loop variable and its bounds) are one class, with one type.
+    A class takes the type of the first typed value any of its members meets, if
+    that type is of its kind (an integer class: any integer type, signed only when
+    ``signed`` - a loop counting down; a float class: any float type); with none it
+    is ``i32`` or ``f32``. Names are IR names; a class is named by its root.
+    """
+
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+        # Per root: "int" or "float", whether it must stay signed, and its type once fixed.
+        self._kind: dict[str, str] = {}
+        self._signed: set[str] = set()
+        self._fixed: dict[str, Fixed] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._parent
+
+    def add(self, name: str, kind: str, like: str | None = None) -> None:
+        """Make ``name`` a weak local of ``kind`` (``"int"``/``"float"``), in the class
+        of ``like`` when given; a name already known keeps its class."""
+        if name in self._parent:
+            return
+        if like is not None:
+            self._parent[name] = self.find(like)
+            return
+        self._parent[name] = name
+        self._kind[name] = kind
+
+    def find(self, name: str) -> str:
+        """The root of ``name``'s class."""
+        root = name
+        while self._parent[root] != root:
+            root = self._parent[root]
+        while self._parent[name] != root:
+            self._parent[name], name = root, self._parent[name]
+        return root
+
+    def elem(self, name: str) -> ir.Elem:
+        """The type of ``name``'s class: the one fixed, else ``i32`` or ``f32``."""
+        root = self.find(name)
+        fixed = self._fixed.get(root)
+        if fixed is not None:
+            return fixed.elem
+        return ir.Elem.I32 if self._kind[root] == "int" else ir.Elem.F32
+
+    def fixed(self, name: str) -> Fixed | None:
+        """Where ``name``'s class got its type, or None while it has none."""
+        return self._fixed.get(self.find(name))
+
+    def kind(self, name: str) -> str:
+        """``"int"`` or ``"float"``: what ``name``'s class may become."""
+        return self._kind[self.find(name)]
+
+    def must_be_signed(self, name: str) -> bool:
+        """Whether ``name``'s class may only become a signed type."""
+        return self.find(name) in self._signed
+
+    def accepts(self, name: str, elem: ir.Elem) -> bool:
+        """Whether ``name``'s class may take ``elem`` as its type."""
+        root = self.find(name)
+        if self._kind[root] == "float":
+            return elem.is_float
+        return elem.is_int and (elem.is_signed or root not in self._signed)
+
+    def require_signed(self, name: str) -> None:
+        """Keep ``name``'s class signed from now on (a type already fixed stays: the
+        caller reports an unsigned one)."""
+        self._signed.add(self.find(name))
+
+    def fix(self, name: str, fixed: Fixed) -> bool:
+        """``name`` met a value of ``fixed.elem``: a class without a type that accepts
+        it takes it. Whether the class's type changed (from its default)."""
+        root = self.find(name)
+        if root in self._fixed or not self.accepts(root, fixed.elem):
+            return False
+        before = self.elem(root)
+        self._fixed[root] = fixed
+        return fixed.elem is not before
+
+    def join(self, a: str, b: str) -> bool:
+        """``a`` and ``b`` met: their classes become one when they can share a type.
+        Whether either class's type changed."""
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb or self._kind[ra] != self._kind[rb]:
+            return False
+        fa, fb = self._fixed.get(ra), self._fixed.get(rb)
+        if fa is not None and fb is not None:
+            return False
+        if fb is not None:
+            ra, rb, fa, fb = rb, ra, fb, fa
+        # Now rb has no type; ra may have one, which rb must accept.
+        if fa is not None and not self.accepts(rb, fa.elem):
+            return False
+        before = self.elem(rb)
+        self._parent[rb] = ra
+        if rb in self._signed:
+            self._signed.add(ra)
+        return self.elem(ra) is not before
