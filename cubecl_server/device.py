@@ -49,7 +49,9 @@ class Capabilities:
     backend (CUDA on a machine without a GPU): everything up to finalize runs.
     ``max_cube_count`` is the most cubes a launch may have along x, y and z (what
     the backend can dispatch, folding included); the default is the smallest that
-    Vulkan, CUDA and WebGPU all guarantee.
+    Vulkan, CUDA and WebGPU all guarantee. ``int64`` says whether kernels may use
+    64-bit integers (``i64``, ``u64``) at all; core WGSL and many mobile GPUs have
+    none. Atomics on them need ``int64`` and an entry in ``atomics``.
     """
 
     f64: bool
@@ -60,3 +62,4 @@ class Capabilities:
     plane_size: int | None = None
     device_present: bool = True
     max_cube_count: tuple[int, int, int] = (65535, 65535, 65535)
+    int64: bool = True

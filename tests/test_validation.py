@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from cubecl_server import ir
+from cubecl_server.client import create_client, recording
 from cubecl_server.errors import LaunchError
 from cubecl_server.lang import (
     ABSOLUTE_POS,
@@ -16,9 +20,10 @@ from cubecl_server.lang import (
     kernel,
     shared,
     sync_cube,
+    u32,
+    u64,
 )
-from cubecl_server.runtime import create_client, recording
-from cubecl_server.validation import shared_memory_bytes
+from cubecl_server.validation import check_launch, elems_used, shared_memory_bytes
 
 
 @kernel
@@ -46,3 +51,23 @@ def test_too_large_a_cube_is_refused() -> None:
     c = create_client("cpu")
     with pytest.raises(LaunchError, match="32x33x1 = 1056 units exceeds"):
         c.prepare(hoard, CubeDim(32, 33))
+
+
+@kernel
+def high_word(a: Array[u32], out: Array[u32]) -> None:
+    """The high word of a square: u64 appears only inside one expression."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = u32((u64(a[i]) * u64(a[i])) >> u64(32))
+
+
+def test_a_device_without_64_bit_integers_refuses_a_kernel_using_them() -> None:
+    k = high_word.ir()
+    assert ir.Elem.U64 in elems_used(k)
+    caps = create_client("cpu").capabilities
+    check_launch(k, CubeDim(32), caps)
+    with pytest.raises(LaunchError, match=r"'high_word' uses u64, and the device has no "
+                                          r"64-bit integers"):
+        check_launch(k, CubeDim(32), dataclasses.replace(caps, int64=False))
+    check_launch(hoard.ir(), CubeDim(32), dataclasses.replace(
+        caps, int64=False, shared_memory_bytes=10**6))

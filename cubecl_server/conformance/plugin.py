@@ -60,7 +60,7 @@ class Subject:
     def client(self) -> ComputeClient:
         """A client of the backend for the whole run (for capabilities and the header)."""
         if self._client is None:
-            from cubecl_server.runtime import create_client
+            from cubecl_server.client import create_client
 
             try:
                 self._client = create_client(self.backend, self.device)
@@ -102,8 +102,8 @@ def subject(config: pytest.Config) -> Subject | None:
 def missing_capability(caps: Capabilities, need: str) -> str | None:
     """Why ``caps`` do not satisfy the capability ``need``, or None if they do.
 
-    Names: ``f64``, ``f16``, ``atomics:<elem>`` (``atomics:i32``), ``shared_memory:<bytes>``,
-    ``cube_dim:<units>``, ``plane``, ``device``.
+    Names: ``f64``, ``f16``, ``int64``, ``atomics:<elem>`` (``atomics:i32``),
+    ``shared_memory:<bytes>``, ``cube_dim:<units>``, ``plane``, ``device``.
     """
     from cubecl_server.ir import Elem
 
@@ -112,6 +112,8 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
         return None if caps.f64 else "f64"
     if kind == "f16":
         return None if caps.f16 else "f16"
+    if kind == "int64":
+        return None if caps.int64 else "64-bit integers (int64)"
     if kind == "atomics":
         return None if Elem(arg) in caps.atomics else f"atomics on {arg}"
     if kind == "shared_memory":
@@ -238,7 +240,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"cubecl device: {c.device} ({c.device.kind.value}"
         + (f", driver {c.device.driver_version}" if c.device.driver_version else "")
         + f"), variant {c.loader.artifact_compiler.variant}",
-        f"cubecl capabilities: f64={caps.f64} f16={caps.f16} atomics={atomics} "
+        f"cubecl capabilities: f64={caps.f64} f16={caps.f16} int64={caps.int64} "
+        f"atomics={atomics} "
         f"shared_memory={caps.shared_memory_bytes}B max_cube_dim={caps.max_cube_dim} "
         f"plane_size={caps.plane_size} device_present={caps.device_present}",
     ]
@@ -339,7 +342,7 @@ def cubecl_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
 @pytest.fixture
 def cubecl_client(cubecl_subject: Subject, cubecl_isolated: Path) -> ComputeClient:
     """A new client of the backend under test (own server and loader), in a fresh cache."""
-    from cubecl_server.runtime import create_client
+    from cubecl_server.client import create_client
 
     present = cubecl_subject.capabilities.device_present
     return create_client(cubecl_subject.backend, cubecl_subject.device,

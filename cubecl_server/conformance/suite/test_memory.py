@@ -60,6 +60,19 @@ class TestMemory:
         check(got[:1000], data[:1000] * 2, "scale over 64 MiB (the first elements)",
               cubecl_seed)
 
+    def test_one_buffer_may_be_passed_to_several_parameters(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int) -> None:
+        # docs/ir.md: parameters may alias; each unit reads its element through two
+        # parameters and writes it through a third, all one buffer.
+        c = cubecl_client
+        n = 1000 + int(cubecl_rng.integers(1, 64))
+        data = cubecl_rng.standard_normal(n, dtype=np.float32)
+        buf = c.create(data)
+        kernels.saxpy.launch(c, cubes_for(n, 64), CubeDim(64), buf, buf, buf, 3.0)
+        check(c.read(buf), data * np.float32(3.0) + data,
+              "saxpy(x, x, x): one buffer as both inputs and the output", cubecl_seed)
+
     def test_usage_reported_and_memory_reused_after_free(self,
                                                          cubecl_client: ComputeClient) -> None:
         c = cubecl_client
