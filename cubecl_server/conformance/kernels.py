@@ -668,17 +668,28 @@ def plane_kernel(a: Array[f32], sums: Array[f32], maxes: Array[f32], first: Arra
     dims[i] = cl.PLANE_DIM
 
 
+@cl.cube_fn
+def _positive_at(a: Array[i32], j: u32) -> bool:
+    """Whether ``a[j] > 0``, through a statement: a helper the frontend inlines before
+    the expression that calls it."""
+    v = a[j]
+    return v > 0
+
+
 @kernel
-def short_circuit(a: Array[i32], both: Array[i32], either: Array[i32], n: u32) -> None:
+def short_circuit(a: Array[i32], both: Array[i32], either: Array[i32], via: Array[i32],
+                  n: u32) -> None:
     """``and``/``or`` whose right side reads ``a[n - 1 - i]``, outside ``a`` (exactly
     ``n`` long) for every unit past ``n``: ``both[i] = 1`` where ``i < n and a[...] > 0``
-    (``both`` starts at 0), ``either[i] = i >= n or a[...] > 0``, over more units than
-    ``n``; only a short circuit keeps them inside ``a`` in unchecked mode."""
+    (``both`` starts at 0), ``either[i] = i >= n or a[...] > 0``, and ``via`` as ``both``
+    through a helper, over more units than ``n``; only a short circuit keeps them
+    inside ``a`` in unchecked mode."""
     i = ABSOLUTE_POS
     if i < len(both):
         if i < n and a[n - 1 - i] > 0:
             both[i] = 1
         either[i] = i32(i >= n or a[n - 1 - i] > 0)
+        via[i] = i32(i < n and _positive_at(a, n - 1 - i))
 
 
 # ---------------------------------------------------------------- weak integers

@@ -1458,8 +1458,28 @@ class _KernelBuilder:
         op = ir.BinOp.AND if isinstance(node.op, ast.And) else ir.BinOp.OR
         result = self.expr(node.values[0])
         for prev, nxt in itertools.pairwise(node.values):
-            result = self.apply(op, result, self.expr(nxt), node, prev, nxt)
+            outer, self.unit.pending = self.unit.pending, []
+            try:
+                rhs = self.expr(nxt)
+                hoisted = self.unit.pending
+            finally:
+                self.unit.pending = outer
+            outer.extend(self.short_circuit(op, result, hoisted))
+            result = self.apply(op, result, rhs, node, prev, nxt)
         return result
+
+    def short_circuit(self, op: ir.BinOp, lhs: Value,
+                      hoisted: list[ir.Stmt]) -> list[ir.Stmt]:
+        """What the right side of ``and``/``or`` hoisted (atomics, helper bodies), run
+        only where the left side does not decide, as Python would."""
+        known = self.constant_bool(lhs)
+        if not hoisted or known is not None:
+            runs = known is None or known is (op is ir.BinOp.AND)
+            return hoisted if runs else []
+        if getattr(lhs, "type", None) is not ir.Elem.BOOL:
+            return hoisted  # not a condition: apply() reports the type error
+        guard = lhs if op is ir.BinOp.AND else ir.Unary(ir.UnOp.NOT, lhs, ir.Elem.BOOL)
+        return [ir.If(guard, tuple(hoisted), ())]
 
     def expr_IfExp(self, node: ast.IfExp) -> Value:
         return self.choose(node, node.test, node.body, node.orelse)

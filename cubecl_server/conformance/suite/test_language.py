@@ -448,9 +448,9 @@ class TestControlFlowAndBuiltins:
         units = (n // DIM + 3) * DIM  # whole cubes past the end of a
         a = cubecl_rng.integers(-3, 4, n).astype(np.int32)
         both = c.create(np.zeros(units, np.int32))
-        either = c.empty(units, np.int32)
+        either, via = c.empty(units, np.int32), c.empty(units, np.int32)
         kernels.short_circuit.launch(c, CubeCount(units // DIM), CubeDim(DIM), c.create(a),
-                                     both, either, n)
+                                     both, either, via, n)
         right = np.zeros(units, bool)
         right[:n] = a[::-1] > 0  # a[n - 1 - i], for the units inside
         inside = np.arange(units) < n
@@ -458,6 +458,9 @@ class TestControlFlowAndBuiltins:
               "`if i < n and a[n - 1 - i] > 0` with a of n elements, unchecked", cubecl_seed)
         check(c.read(either), (~inside | right).astype(np.int32),
               "`i >= n or a[n - 1 - i] > 0` with a of n elements, unchecked", cubecl_seed)
+        check(c.read(via), (inside & right).astype(np.int32),
+              "`i < n and helper(a, n - 1 - i)` (a cube_fn reading a[...]), unchecked",
+              cubecl_seed)
 
 
 def _unchecked_client(subject: Subject, monkeypatch: pytest.MonkeyPatch) -> ComputeClient:
