@@ -199,21 +199,24 @@ class ComputeClient:
                 tuple(p.name in written for p in arrays))
         return plan
 
-    def artifact_id(self, kernel: Launchable, cube_dim: CubeDim,
+    def artifact_id(self, kernel: Launchable, cube_dim: CubeDim | int | tuple[int, ...],
                     comptime: dict[str, Any]) -> ArtifactId:
         """The artifact a launch of ``kernel`` with ``cube_dim`` and ``comptime`` needs."""
-        return self._plan(kernel, cube_dim, comptime).id
+        return self._plan(kernel, CubeDim.of(cube_dim), comptime).id
 
-    def prepare(self, kernel: Launchable, cube_dim: CubeDim, **comptime: Any) -> None:
+    def prepare(self, kernel: Launchable, cube_dim: CubeDim | int | tuple[int, ...],
+                **comptime: Any) -> None:
         """Obtain (compile, or read from the store) and load ``kernel`` ahead of a launch.
 
         Unlike a launch, this raises ``CompilationError`` itself when compiling fails.
         """
         self.loader.get(self.artifact_id(kernel, cube_dim, comptime))
 
-    def launch(self, kernel: Launchable, cube_count: CubeCount, cube_dim: CubeDim,
-               args: Sequence[Any], comptime: dict[str, Any]) -> None:
-        """Run ``kernel`` over ``cube_count`` cubes of ``cube_dim`` units.
+    def launch(self, kernel: Launchable, cube_count: CubeCount | int | tuple[int, ...],
+               cube_dim: CubeDim | int | tuple[int, ...], args: Sequence[Any],
+               comptime: dict[str, Any]) -> None:
+        """Run ``kernel`` over ``cube_count`` cubes of ``cube_dim`` units (each a
+        CubeCount/CubeDim, an int or a tuple of up to three ints).
 
         Wrong arguments (a buffer of another client among them) raise ``TypeError``
         at once, and a cube count, a cube or shared memory the device cannot hold
@@ -221,6 +224,10 @@ class ComputeClient:
         (compiling, the device) taints the buffers the kernel writes; a launch that
         reads a tainted buffer does not run and passes the taint on to its outputs.
         """
+        if type(cube_count) is not CubeCount:
+            cube_count = CubeCount.of(cube_count)
+        if type(cube_dim) is not CubeDim:
+            cube_dim = CubeDim.of(cube_dim)
         plan = self._plan(kernel, cube_dim, comptime)
         k = plan.kernel
         limit = self._max_count

@@ -15,6 +15,17 @@ from cubecl_server.id import KernelId
 __all__ = ["CubeCount", "CubeDim", "CompiledKernel", "Launchable"]
 
 
+def _axes(value: object, what: str) -> tuple[int, ...]:
+    """``value`` as the axes of a launch geometry: an int, or a tuple of 1 to 3 ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    if isinstance(value, tuple) and 1 <= len(value) <= 3 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return value
+    raise TypeError(f"{what} must be a {what.title().replace('_', '')}, an int or a tuple "
+                    f"of 1 to 3 ints, got {type(value).__name__} {value!r}")
+
+
 @dataclass(frozen=True)
 class CubeCount:
     """How many cubes (work groups, blocks) a launch runs, per axis."""
@@ -33,6 +44,19 @@ class CubeCount:
     def total(self) -> int:
         """The number of cubes in all."""
         return self.x * self.y * self.z
+
+    @classmethod
+    def of(cls, value: CubeCount | int | tuple[int, ...]) -> CubeCount:
+        """``value`` as a CubeCount: one already, an int (``x``) or a tuple ``(x, y, z)``
+        of 1 to 3 ints; TypeError naming ``cube_count`` for anything else."""
+        return value if type(value) is cls else cls(*_axes(value, "cube_count"))
+
+    @classmethod
+    def cover(cls, n: int, cube_dim: CubeDim | int | tuple[int, ...]) -> CubeCount:
+        """Enough cubes of ``cube_dim`` along x for ``n`` units, one per element: the
+        ceiling division every launch over ``n`` elements needs (its last cube is
+        partly outside: guard with ``if ABSOLUTE_POS < len(out)``)."""
+        return cls(-(-n // CubeDim.of(cube_dim).total))
 
 
 @dataclass(frozen=True)
@@ -53,6 +77,12 @@ class CubeDim:
     def total(self) -> int:
         """The number of units in one cube."""
         return self.x * self.y * self.z
+
+    @classmethod
+    def of(cls, value: CubeDim | int | tuple[int, ...]) -> CubeDim:
+        """``value`` as a CubeDim: one already, an int (``x``) or a tuple ``(x, y, z)``
+        of 1 to 3 ints; TypeError naming ``cube_dim`` for anything else."""
+        return value if type(value) is cls else cls(*_axes(value, "cube_dim"))
 
 
 @dataclass(frozen=True)

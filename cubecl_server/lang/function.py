@@ -86,10 +86,11 @@ class KernelFunction:
         return self.kernel_id(comptime).ir
 
     @raises_at_kernel_line
-    def launch(self, client: ComputeClient, cube_count: CubeCount, cube_dim: CubeDim,
-               *args: Any, **comptime: Any) -> None:
+    def launch(self, client: ComputeClient, cube_count: CubeCount | int | tuple[int, ...],
+               cube_dim: CubeDim | int | tuple[int, ...], *args: Any, **comptime: Any) -> None:
         """Run the kernel on ``client``'s device with ``args`` in parameter order and
-        comptime values as keyword arguments."""
+        comptime values as keyword arguments; the geometry may be given as ints or
+        tuples (``k.launch(c, CubeCount.cover(n, 256), 256, ...)``)."""
         client.launch(self, cube_count, cube_dim, args, comptime)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
