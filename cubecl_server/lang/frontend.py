@@ -1,118 +1,13 @@
 """The kernel language frontend: a restricted Python function becomes an ``ir.Kernel``.
 
-:func:`parse_kernel` reads the function's source, checks it against the language
-below and produces IR with every type resolved; :func:`kernel_signature` reads only
+:func:`parse_kernel` reads the function's source, checks it against the kernel
+language and produces IR with every type resolved; :func:`kernel_signature` reads only
 its parameters. Anything outside the language raises
 :class:`~cubecl_server.errors.KernelSyntaxError` pointing at the file and line of the
 offending construct, its traceback ending at that line (:func:`parse_kernel` drops
 the frontend's frames), with the likeliest intended name for an undefined one.
 
-The language
-------------
-Parameters are all annotated: ``Array[T]`` (a global buffer), a scalar type
-(``f16 f32 f64 i32 i64 u32 u64 bool_``, passed by value) or, keyword-only,
-``Comptime[int|bool|float|dtype]`` (a compile-time value, baked in as a constant; only
-these may have a default).
-Statements: assignment to a local (also ``x: f32 = ...`` and ``x = y = ...``),
-augmented assignment, ``a[i] = v``, ``if/elif/else``, ``for i in range(...)``
-(1 to 3 arguments, the step a nonzero constant integer), ``while``, ``break``,
-``continue``, bare ``return``, ``pass``, and a docstring first. Expressions: numeric
-and bool literals, names, ``+ - * / // % **``, unary ``- + not ~``, comparisons
-(chained ones become ``and``), ``and``/``or``, ``& | ^ << >>``, ``x if c else y``,
-``a[i]``, ``len(a)``, casts ``f32(x)``, the math functions of
-:mod:`cubecl_server.lang` (Python's ``abs``/``min``/``max`` mean the same) and
-``select(c, a, b)``. Names resolve to, in order: locals, parameters, comptime
-parameters, then the function's closure, its globals and Python's builtins. A
-global or closure ``int``/``float``/``bool`` is a constant; a NumPy scalar is a
-constant of its own type; a module gives access to its attributes (``cl.exp``).
-
-Beyond these (see ``docs/language.md`` for examples):
-
-- ``tile = shared(T, size)`` declares cube-local memory (``ir.SharedArray``), indexed
-  like an array; ``size`` is a positive constant, the declaration the whole right-hand
-  side of an assignment to a new name, made once and under uniform control.
-- ``sync_cube()`` is an ``ir.Barrier``; one under control flow that depends on the unit
-  is reported (the rule is in :mod:`cubecl_server.lang.uniformity`).
-- ``atomic_add/sub/max/min/exchange(a, i, v)`` and ``atomic_compare_exchange(a, i,
-  expected, new)`` on an array or shared array of i32/u32/i64/u64 (``atomic_add`` also
-  f32) return the old value: ``old = atomic_add(...)`` writes it straight into ``old``,
-  a bare call discards it, and one inside a larger expression is hoisted before its
-  statement into a fresh local (not allowed in a ``while`` condition).
-- ``Comptime[dtype]`` parameters are types in the body (``T(x)``, ``shared(T, n)``,
-  ``v: T = ...``) and in runtime annotations (``Array["T"]``, ``"Array[T]"``, ``"T"``,
-  or a global ``T = TypeRef("T")``).
-- ``for i in range(..., unroll=True)`` (a constant bool) gives ``ir.For(unroll=True)``
-  and needs constant bounds.
-- ``@cube_fn`` helpers are inlined (:meth:`_KernelBuilder.inline`): arrays and shared
-  arrays by reference, constants and types at compile time, scalars by value; their
-  locals get fresh names; a ``return`` must end the helper or each branch of its final
-  if/else; recursion is an error.
-- ``plane_sum(x)``, ``plane_max(x)``, ``plane_broadcast(x, lane)`` are ``ir.PlaneOp``;
-  ``a.shape[d]`` / ``a.stride[d]`` (constant ``d``) are ``ir.Shape`` / ``ir.Stride``.
-
-Typing rules
-------------
-- **Weak constants.** Python literals, global/closure constants and comptime values
-  have no kernel type yet ("weak"). In a binary operation a weak operand takes the
-  other operand's type: an int literal may become any integer or float type, a
-  float literal only a float type (``i + 0.5`` with ``i: i32`` is a mismatch), a
-  bool only ``bool``; the constant must fit the type (``-1`` does not fit ``u32``).
-  Two weak operands fold to a weak result with kernel semantics (``//`` and ``%``
-  truncate toward zero; int and float give float; ``/`` of two ints is still an
-  error, as on typed ints). A weak value that must become
-  concrete on its own (an index, a plane operation's operand) becomes ``i32``
-  (int), ``f32`` (float) or ``bool``.
-- **Weak locals.** A local whose first assignment is a weak number, or an expression
-  of weak numbers and weak locals, is weak too, and so is the variable of a
-  ``range()`` whose bounds all are. It takes the type of the first typed value it
-  meets in source order, where a literal would take one (an operand, a store, an
-  assignment to or from it, a ``min``/``max`` argument), for the whole kernel: an
-  integer type for a weak int (signed for a loop counting down), a float type for a
-  weak float. Weak locals that meet one another share one type
-  (:class:`~cubecl_server.lang.typerules.WeakLocals`); a later use needing another
-  type is a mismatch naming the use that fixed it; one that meets none is ``i32`` or
-  ``f32``. A cast, an index or a condition gives it no type. Its constants must fit
-  the type it ends with (``x = 3000000000`` needs an ``i64`` to meet). The kernel is
-  built again when a weak local gets a type after code using it was built.
-- **Same types.** Otherwise both operands of an operator must have one type; there
-  are no implicit conversions. A mismatch names the operator, both types and the
-  variables involved, and suggests a cast.
-- Builtins (``ABSOLUTE_POS``...) and ``len(a)`` are ``u32``.
-- ``+ - *`` need numbers; ``/`` floats (on integers: use ``//``); ``//`` integers
-  (C truncation); ``%`` integers (truncating) or floats (``fmod``); ``**`` floats
-  (``MathFn.POW``; weak integer powers fold); comparisons yield ``bool`` and need
-  numbers, except ``==``/``!=`` which also compare bools; ``and``/``or``/``not`` need ``bool``
-  (a constant side folds away: ``x and True`` is ``x``);
-  ``& | ^ << >> ~`` need integers; unary ``-`` needs a number.
-- ``x if c else y`` and ``select(c, x, y)``: ``c`` is bool, ``x`` and ``y`` one type
-  (two weak sides: int and float give f32); both sides are evaluated
-  (``ir.Select``). A constant condition picks its side, but both are still checked.
-- **Locals** are function-scoped, declared once in ``Kernel.locals`` in order of
-  first assignment. The first assignment fixes the type, unless the local is weak; a
-  later assignment of another type is an error naming the variable (a weak value
-  adopts the type). A local must be assigned on every path to each read of it, as
-  Python requires (:mod:`cubecl_server.lang.assigned` has the rule); a read some
-  path reaches unassigned is an error naming the assignment that may not have run.
-  Assigning to a scalar parameter works on a copy (a local named ``<param>_copy``
-  initialised from it); assigning to an array or comptime parameter is an error.
-- **Loops.** The variable of ``for i in range(...)`` is a local of the bounds' type
-  (the bounds must agree; all weak gives a weak local, or the type ``i`` already
-  has). It cannot be assigned inside its loop, nor read after it (the loop may run
-  zero times) unless assigned before it; then its value after the loop is unspecified.
-  A negative step needs a signed type.
-- Indices are integers of any integer type (a weak one must not be negative and
-  becomes ``i32``); a store's value must have the array's element type.
-- **Math.** ``abs min max clamp`` take any numeric type; ``exp log sqrt rsqrt sin
-  cos tanh erf floor ceil pow fma isnan isinf`` take floats (an integer argument is
-  an error suggesting a cast); ``isnan``/``isinf`` yield ``bool``. All arguments
-  share one type, weak ones adopting it; with only weak arguments, ints fold for
-  ``abs min max clamp`` and floats become ``f32``. ``min``/``max`` of more than two
-  arguments nest.
-- **Conditions** of ``if``/``while`` must be ``bool``: numbers have no truthiness. A
-  constant condition (a comptime value, a literal) keeps only the taken branch of an
-  ``if``; the other branch is not even checked. ``while False`` disappears.
-- **Casts** ``T(x)`` convert with C rules; casting a constant folds; casting to the
-  type ``x`` already has is a no-op.
+The language and its full typing rules are documented in ``docs/language.md``.
 """
 
 from __future__ import annotations
