@@ -34,13 +34,13 @@ from cubecl_server.lowering import (
 )
 from cubecl_server.plugins.descriptor import BackendDescriptor, Runtime
 from cubecl_server.plugins.hookspecs import hookimpl
-from cubecl_server.runtime import backend_compiler
+from cubecl_server.runtime import backend_compiler, backend_descriptor
 from cubecl_server.server import Binding, ComputeServer, DeviceTimer
 from cubecl_server.storage import BytesStorage, ComputeStorage, StorageId, storage_id_type
 
 __all__ = [
     # Registering a backend
-    "BackendDescriptor", "backend_compiler", "hookimpl",
+    "BackendDescriptor", "backend_compiler", "backend_descriptor", "hookimpl",
     # Devices, servers and storage
     "MAX_UNITS", "Binding", "BytesStorage", "Capabilities", "ComputeServer", "ComputeStorage",
     "DeviceInfo", "DeviceKind", "DeviceTimer", "Runtime", "StorageId", "storage_id_type",

@@ -150,6 +150,13 @@ def open_server(descriptor: BackendDescriptor, device: int, compile_only: bool) 
     return descriptor.compile_only_server()
 
 
+def backend_descriptor(backend: str) -> BackendDescriptor:
+    """The descriptor of the backend named ``backend``: how a backend reuses another's
+    ArtifactCompiler or CompilationTarget (the example backend runs the cpu backend's
+    compile path in its own runtime)."""
+    return registry().descriptor(backend)
+
+
 def backend_compiler(backend: str, capabilities: Capabilities) -> Compiler:
     """The Compiler the backend named ``backend`` lowers with on a device of
     ``capabilities``: what its clients get, and how a backend reuses another's

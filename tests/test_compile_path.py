@@ -120,7 +120,7 @@ def test_artifact_the_target_rejects_is_purged_and_rebuilt(cache_dir: Path) -> N
     key = KernelCacheKey.of(aid, c.loader.build_id)
     store = c.loader.target.store
     assert store is not None
-    # A well-formed envelope whose payload is not marshal data: only load can tell.
+    # A well-formed envelope whose payload is not valid generated source: only load can tell.
     assert store.put(key, Artifact("py-code", b"not a code object", {"entry_point": "run"}))
     with recording(c) as recs:
         a, out = c.create(np.ones(10, np.float32)), c.empty(10, np.float32)

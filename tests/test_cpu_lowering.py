@@ -6,7 +6,6 @@ Every test draws fresh random data; the seed is in each assertion message.
 from __future__ import annotations
 
 import ast
-import marshal
 import math
 import secrets
 import warnings
@@ -19,6 +18,7 @@ import pytest
 from cubecl_server import ir
 from cubecl_server.backends.cpu import support
 from cubecl_server.backends.cpu.compiler import PLANE_SIZE, CpuCompiler
+from cubecl_server.backends.cpu.validate import define_entry, validated_module
 from cubecl_server.client import create_client
 from cubecl_server.conformance.kernels import IrKernel
 from cubecl_server.errors import CompilationError
@@ -97,17 +97,21 @@ def source(k: ir.Kernel, dim: tuple[int, int, int] = (64, 1, 1),
 def launch(k: ir.Kernel, arrays: Sequence[np.ndarray], scalars: Sequence[Any] = (),
            count: tuple[int, int, int] | None = None, dim: tuple[int, int, int] = (64, 1, 1),
            mode: ExecutionMode = CHECKED) -> None:
-    """Compile, round-trip the code object through marshal, and run it.
+    """Lower, load the source as a stored artifact is loaded (validated, then run
+    without builtins), and run it.
 
     Without ``count``, enough cubes along x to cover the first array.
     """
     if count is None:
         count = (max(1, -(-arrays[0].shape[0] // (dim[0] * dim[1] * dim[2]))), 1, 1)
-    code = marshal.loads(marshal.dumps(compile(source(k, dim, mode), "<cpu>", "exec")))
-    ns: dict[str, Any] = {}
-    exec(code, ns)
-    ns["run"](list(arrays), [a.shape for a in arrays], [(1,)] * len(arrays),
-              list(scalars), count, dim)
+    run = _loaded(source(k, dim, mode))
+    run(list(arrays), [a.shape for a in arrays], [(1,)] * len(arrays), list(scalars),
+        count, dim)
+
+
+def _loaded(text: str) -> Any:
+    """The entry point of generated source, through the artifact validator."""
+    return define_entry(validated_module(text.encode(), "<cpu>"), "<cpu>", "cubecl_cpu_test")
 
 
 class Seeded:
@@ -920,13 +924,11 @@ def test_source_imports_only_numpy_and_support() -> None:
     assert "# tile[UNIT_POS] = a[ABSOLUTE_POS]" in src  # a comment per IR statement
 
 
-def test_code_object_survives_marshal_in_a_fresh_namespace() -> None:
-    code = compile(source(reduction_kernel(E.F32, 64)), "<cpu>", "exec")
-    blob = marshal.dumps(code)
-    ns: dict[str, Any] = {}
-    exec(marshal.loads(blob), ns)
+def test_validated_source_runs_in_a_namespace_without_builtins() -> None:
+    run = _loaded(source(reduction_kernel(E.F32, 64)))
+    assert run.__globals__["__builtins__"] == {}
     a, out = np.ones(64, np.float32), np.zeros(1, np.float32)
-    ns["run"]([a, out], [(64,), (1,)], [(1,), (1,)], [], (1, 1, 1), (64, 1, 1))
+    run([a, out], [(64,), (1,)], [(1,), (1,)], [], (1, 1, 1), (64, 1, 1))
     assert out[0] == 64
 
 
