@@ -11,7 +11,7 @@ from cupy.cuda import runtime
 from cupy.cuda.function import Module
 
 from cubecl_cuda.artifact import LoadedCudaKernel
-from cubecl_cuda.capabilities import MAX_GRID, capabilities
+from cubecl_cuda.capabilities import capabilities
 from cubecl_cuda.driver import MODULE_REJECTED, CudaError, cuda_error, status_name
 from cubecl_cuda.storage import CudaStorage
 from cubecl_server.backend import ArtifactRejected, Binding, CubeCount, CubeDim, DeviceInfo
@@ -138,9 +138,8 @@ class CudaServer:
         if block != kernel.cube_dim:
             raise ValueError(f"kernel {kernel.name!r} was compiled for cube dim "
                              f"{kernel.cube_dim}, launched with {block}")
+        # The client refused a grid past MAX_GRID (the capabilities' max_cube_count).
         grid = (count.x, count.y, count.z)
-        if any(g > m for g, m in zip(grid, MAX_GRID, strict=True)):
-            raise ValueError(f"cube count {grid} is past CUDA's grid limits {MAX_GRID}")
         if count.total == 0:
             return
         args: list[np.generic] = []
