@@ -12,7 +12,7 @@ from cubecl_server.compiler.artifact import Artifact
 from cubecl_server.compiler.contracts import ArtifactCompiler, CompilationTarget, Compiler
 from cubecl_server.compiler.key import KernelCacheKey
 from cubecl_server.compiler.record import CompilationRecording
-from cubecl_server.compiler.store import ArtifactStore, StoreNames, compilation_store
+from cubecl_server.compiler.store import ArtifactStore, DriverCache, StoreNames, compilation_store
 from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo, DeviceKind
 from cubecl_server.driver import DriverError, code_names, driver_error
 from cubecl_server.errors import (
@@ -29,8 +29,12 @@ from cubecl_server.lowering import (
     ArrayRef,
     CDialect,
     CEmitter,
+    InfoEntry,
+    InfoLayout,
+    InfoWords,
     StandardC,
     StructuredEmitter,
+    fold_count,
 )
 from cubecl_server.plugins.descriptor import BackendDescriptor, Runtime
 from cubecl_server.plugins.hookspecs import hookimpl
@@ -45,7 +49,7 @@ __all__ = [
     "MAX_UNITS", "Binding", "BytesStorage", "Capabilities", "ComputeServer", "ComputeStorage",
     "DeviceInfo", "DeviceKind", "DeviceTimer", "Runtime", "StorageId", "storage_id_type",
     # Compiling and the store
-    "Artifact", "ArtifactCompiler", "ArtifactStore", "CompilationRecording",
+    "Artifact", "ArtifactCompiler", "ArtifactStore", "DriverCache", "CompilationRecording",
     "CompilationTarget", "CompiledKernel", "Compiler", "CubeCount", "CubeDim",
     "ExecutionMode", "KernelCacheKey", "StoreNames", "compilation_store",
     # Errors
@@ -53,4 +57,6 @@ __all__ = [
     "DriverError", "LaunchError", "code_names", "driver_error",
     # Lowering: the emitter skeleton, and the C-family emitter with its dialects
     "StructuredEmitter", "CEmitter", "CDialect", "StandardC", "ArrayRef", "UNSIGNED",
+    # What a launch passes besides its arrays, and folding a grid past a dispatch limit
+    "InfoEntry", "InfoLayout", "InfoWords", "fold_count",
 ]

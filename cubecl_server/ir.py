@@ -31,9 +31,9 @@ from functools import cached_property
 from typing import Any
 
 __all__ = [
-    "Elem", "Param", "Local", "SharedArray", "SourceLoc",
+    "Elem", "Param", "Local", "SharedArray", "LocalArray", "SourceLoc",
     "Const", "Var", "Builtin", "BuiltinName", "Binary", "BinOp", "Unary", "UnOp",
-    "Math", "MathFn", "Cast", "Select", "Load", "Len", "Shape", "Stride", "PlaneOp",
+    "Math", "MathFn", "Cast", "Bitcast", "Select", "Load", "Len", "Shape", "Stride", "PlaneOp",
     "PlaneFn", "Assign", "Store", "If", "For", "While", "Break", "Continue", "Return",
     "Barrier", "AtomicStmt", "AtomicOp", "Kernel", "Expr", "Stmt",
     "to_json", "from_json", "format_expr", "format_stmt", "format_kernel", "walk",
@@ -111,6 +111,15 @@ class Local:
 @dataclass(frozen=True)
 class SharedArray:
     """Cube-local memory: ``size`` elements shared by the units of one cube."""
+
+    name: str
+    elem: Elem
+    size: int
+
+
+@dataclass(frozen=True)
+class LocalArray:
+    """Unit-local memory: ``size`` elements each unit has for itself, all 0 at the start."""
 
     name: str
     elem: Elem
@@ -266,10 +275,20 @@ class Unary:
 class MathFn(enum.Enum):
     """Math functions. Arity and semantics are those of C's ``<math.h>`` unless noted.
 
-    ``ABS``, ``MIN``, ``MAX``, ``CLAMP`` work on every numeric type; ``MIN``/``MAX``
-    of a NaN operand return the other operand (``fmin``/``fmax``).
-    ``CLAMP(x, lo, hi) = MIN(MAX(x, lo), hi)``. ``ISNAN``/``ISINF`` yield ``bool``.
-    The rest take and return floats.
+    ``ABS``, ``MIN``, ``MAX``, ``CLAMP``, ``SIGN`` work on every numeric type;
+    ``MIN``/``MAX`` of a NaN operand return the other operand (``fmin``/``fmax``).
+    ``CLAMP(x, lo, hi) = MIN(MAX(x, lo), hi)``. ``SIGN(x)`` is 1 where ``x > 0``, -1
+    where ``x < 0`` and ``x`` itself otherwise (so ``-0.0`` and NaN stay as they are,
+    as NumPy's ``sign`` has them). ``ROUND`` rounds half to even (C's ``rint``,
+    NumPy's ``round``). ``ATAN2(y, x)``, ``COPYSIGN(x, y)`` and ``HYPOT(x, y)`` take two
+    arguments in C's order. ``ISNAN``/``ISINF`` yield ``bool``. ``POWI(x, n)`` is
+    ``x ** n`` for a float ``x`` and an ``i32`` ``n``; ``RHYPOT`` is ``1 / HYPOT``.
+
+    On integers only: ``COUNT_ONES``, ``LEADING_ZEROS``, ``TRAILING_ZEROS`` (the
+    width for 0) and ``FIND_FIRST_SET`` (1 + the index of the lowest set bit, 0 for
+    0) yield ``u32``; ``REVERSE_BITS`` keeps the type; ``MUL_HI(a, b)`` is the high
+    half of the full product; ``SATURATING_ADD``/``SATURATING_SUB`` clamp to the
+    type's range instead of wrapping. The rest take and return floats.
     """
 
     EXP = "exp"
@@ -290,6 +309,32 @@ class MathFn(enum.Enum):
     CLAMP = "clamp"
     ISNAN = "isnan"
     ISINF = "isinf"
+    TAN = "tan"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    ATAN2 = "atan2"
+    SINH = "sinh"
+    COSH = "cosh"
+    LOG2 = "log2"
+    EXP2 = "exp2"
+    LOG1P = "log1p"
+    EXPM1 = "expm1"
+    ROUND = "round"
+    TRUNC = "trunc"
+    SIGN = "sign"
+    COPYSIGN = "copysign"
+    HYPOT = "hypot"
+    RHYPOT = "rhypot"
+    POWI = "powi"
+    COUNT_ONES = "count_ones"
+    REVERSE_BITS = "reverse_bits"
+    LEADING_ZEROS = "leading_zeros"
+    TRAILING_ZEROS = "trailing_zeros"
+    FIND_FIRST_SET = "find_first_set"
+    MUL_HI = "mul_hi"
+    SATURATING_ADD = "saturating_add"
+    SATURATING_SUB = "saturating_sub"
 
 
 @dataclass(frozen=True)
@@ -310,6 +355,15 @@ class Cast:
 
 
 @dataclass(frozen=True)
+class Bitcast:
+    """``x``'s bits read as ``type``, a numeric type of the same width (``f32`` and
+    ``u32``/``i32``, ``f64`` and ``u64``/``i64``)."""
+
+    x: Expr
+    type: Elem
+
+
+@dataclass(frozen=True)
 class Select:
     """``a if cond else b``, both sides evaluated (no short circuit)."""
 
@@ -321,7 +375,7 @@ class Select:
 
 @dataclass(frozen=True)
 class Load:
-    """``array[index]`` of a global array parameter or a shared array.
+    """``array[index]`` of a global array parameter, a shared array or a local array.
 
     In checked mode an index outside the array reads 0 (``False`` for bool).
     """
@@ -364,11 +418,21 @@ class PlaneFn(enum.Enum):
     SUM = "sum"
     MAX = "max"
     BROADCAST = "broadcast"
+    MIN = "min"
+    PROD = "prod"
+    ALL = "all"
+    ANY = "any"
+    INCLUSIVE_SUM = "inclusive_sum"
+    EXCLUSIVE_SUM = "exclusive_sum"
+    BALLOT = "ballot"
+    SHUFFLE_XOR = "shuffle_xor"
 
 
 @dataclass(frozen=True)
 class PlaneOp:
-    """A plane operation; ``BROADCAST`` takes the value of unit ``lane`` of the plane."""
+    """A plane operation; ``BROADCAST`` takes the value of unit ``lane`` of the plane,
+    ``SHUFFLE_XOR`` that of unit ``UNIT_POS_PLANE ^ lane`` (``lane`` is None for the
+    rest). ``BALLOT`` of a bool is ``u32``: bit ``k`` for unit ``k`` of the plane."""
 
     fn: PlaneFn
     value: Expr
@@ -376,8 +440,8 @@ class PlaneOp:
     type: Elem
 
 
-Expr = (Const | Var | Builtin | Binary | Unary | Math | Cast | Select | Load | Len | Shape
-        | Stride | PlaneOp)
+Expr = (Const | Var | Builtin | Binary | Unary | Math | Cast | Bitcast | Select | Load | Len
+        | Shape | Stride | PlaneOp)
 
 # ---------------------------------------------------------------- statements
 
@@ -462,11 +526,18 @@ class AtomicOp(enum.Enum):
     MIN = "min"
     EXCHANGE = "exchange"
     COMPARE_EXCHANGE = "compare_exchange"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
 
 
 @dataclass(frozen=True)
 class AtomicStmt:
     """``result = atomic_op(array, index, value)``: the old value goes to ``result``.
+
+    On ``f32`` elements there are ``ADD``, ``MAX`` and ``MIN`` (these two as
+    ``fmax``/``fmin``: a NaN operand leaves the element as it is, a NaN element takes
+    the operand).
 
     ``COMPARE_EXCHANGE`` stores ``value`` only where the element equals ``compare``.
     ``result`` is None when the old value is not used.
@@ -490,7 +561,8 @@ class Kernel:
     """One kernel: its signature, its declarations and its body.
 
     ``comptime`` lists the compile-time values it was specialised with (already
-    baked into the body); ``loc`` is where it was written and is not hashed.
+    baked into the body); ``local_arrays`` declares each unit's own arrays; ``loc``
+    is where it was written and is not hashed.
     """
 
     name: str
@@ -499,6 +571,7 @@ class Kernel:
     shared: tuple[SharedArray, ...]
     body: tuple[Stmt, ...]
     comptime: tuple[tuple[str, int | float | bool | str], ...] = ()
+    local_arrays: tuple[LocalArray, ...] = ()
     loc: SourceLoc | None = field(default=None, compare=False)
 
     @cached_property
@@ -573,9 +646,9 @@ def walk(nodes: tuple[Any, ...] | Any) -> Any:
 
 _NODES: dict[str, type] = {
     cls.__name__: cls for cls in (
-        Param, Local, SharedArray, Const, Var, Builtin, Binary, Unary, Math, Cast,
-        Select, Load, Len, Shape, Stride, PlaneOp, Assign, Store, If, For, While, Break,
-        Continue, Return, Barrier, AtomicStmt, Kernel,
+        Param, Local, SharedArray, LocalArray, Const, Var, Builtin, Binary, Unary, Math,
+        Cast, Bitcast, Select, Load, Len, Shape, Stride, PlaneOp, Assign, Store, If, For,
+        While, Break, Continue, Return, Barrier, AtomicStmt, Kernel,
     )
 }
 _ENUMS: dict[str, type[enum.Enum]] = {
@@ -675,6 +748,8 @@ def format_expr(e: Expr) -> str:
             return f"{fn.value}({', '.join(format_expr(a) for a in args)})"
         case Cast(x=x, type=t):
             return f"{t.value}({format_expr(x)})"
+        case Bitcast(x=x, type=t):
+            return f"bitcast({format_expr(x)}, {t.value})"
         case Select(cond=c, a=a, b=b):
             return f"select({format_expr(c)}, {format_expr(a)}, {format_expr(b)})"
         case Load(array=a, index=i):
@@ -751,5 +826,7 @@ def format_kernel(k: Kernel) -> str:
         out.append(f"    var {loc.name}: {loc.elem.value}")
     for sh in k.shared:
         out.append(f"    shared {sh.name}: {sh.elem.value}[{sh.size}]")
+    for la in k.local_arrays:
+        out.append(f"    local {la.name}: {la.elem.value}[{la.size}]")
     _format_block(k.body, 1, out)
     return "\n".join(out)

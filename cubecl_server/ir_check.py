@@ -24,10 +24,26 @@ _MAX_SHARED = (1 << 32) - 1
 _FLOAT_FNS = frozenset({
     ir.MathFn.EXP, ir.MathFn.LOG, ir.MathFn.SQRT, ir.MathFn.RSQRT, ir.MathFn.SIN,
     ir.MathFn.COS, ir.MathFn.TANH, ir.MathFn.ERF, ir.MathFn.FLOOR, ir.MathFn.CEIL,
-    ir.MathFn.POW, ir.MathFn.FMA, ir.MathFn.ISNAN, ir.MathFn.ISINF,
+    ir.MathFn.POW, ir.MathFn.FMA, ir.MathFn.ISNAN, ir.MathFn.ISINF, ir.MathFn.TAN,
+    ir.MathFn.ASIN, ir.MathFn.ACOS, ir.MathFn.ATAN, ir.MathFn.ATAN2, ir.MathFn.SINH,
+    ir.MathFn.COSH, ir.MathFn.LOG2, ir.MathFn.EXP2, ir.MathFn.LOG1P, ir.MathFn.EXPM1,
+    ir.MathFn.ROUND, ir.MathFn.TRUNC, ir.MathFn.COPYSIGN, ir.MathFn.HYPOT,
+    ir.MathFn.RHYPOT, ir.MathFn.POWI,
 })
+_INT_FNS = frozenset({
+    ir.MathFn.COUNT_ONES, ir.MathFn.REVERSE_BITS, ir.MathFn.LEADING_ZEROS,
+    ir.MathFn.TRAILING_ZEROS, ir.MathFn.FIND_FIRST_SET, ir.MathFn.MUL_HI,
+    ir.MathFn.SATURATING_ADD, ir.MathFn.SATURATING_SUB,
+})
+_COUNTING_FNS = frozenset({ir.MathFn.COUNT_ONES, ir.MathFn.LEADING_ZEROS,
+                           ir.MathFn.TRAILING_ZEROS, ir.MathFn.FIND_FIRST_SET})
 _ARITY = {ir.MathFn.POW: 2, ir.MathFn.FMA: 3, ir.MathFn.MIN: 2, ir.MathFn.MAX: 2,
-          ir.MathFn.CLAMP: 3}
+          ir.MathFn.CLAMP: 3, ir.MathFn.ATAN2: 2, ir.MathFn.COPYSIGN: 2, ir.MathFn.HYPOT: 2,
+          ir.MathFn.RHYPOT: 2, ir.MathFn.POWI: 2, ir.MathFn.MUL_HI: 2,
+          ir.MathFn.SATURATING_ADD: 2, ir.MathFn.SATURATING_SUB: 2}
+_FLOAT_ATOMICS = (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN)
+_LANE_PLANE_FNS = (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR)
+_BOOL_PLANE_FNS = (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
 _Takes = tuple[str, Callable[[ir.Elem], bool]]
 """What an operator takes: its name in messages, and a predicate on the operand type."""
 
@@ -111,6 +127,7 @@ class _Checker:
         self.scalars: dict[str, ir.Elem] = {}
         self.arrays: dict[str, ir.Elem] = {}
         self.shared: dict[str, ir.Elem] = {}
+        self.local_arrays: dict[str, ir.Elem] = {}
         self.loops = 0
 
     def check(self) -> None:
@@ -124,12 +141,13 @@ class _Checker:
             for p in k.params]
         decls += [("local", loc.name, loc.elem) for loc in k.locals]
         decls += [("shared array", sh.name, sh.elem) for sh in k.shared]
+        decls += [("local array", la.name, la.elem) for la in k.local_arrays]
         for kind, name, elem in decls:
             if name in seen:
                 again = (f"{kind} {name!r} is declared twice" if seen[name] == kind else
                          f"{name!r} is declared as a {seen[name]} and as a {kind}")
-                raise _Violation(f"{again} (names of params, locals and shared arrays "
-                                 "are distinct, each declared once)")
+                raise _Violation(f"{again} (names of params, locals, shared and local "
+                                 "arrays are distinct, each declared once)")
             if not isinstance(elem, ir.Elem):
                 raise _Violation(f"{kind} {name!r} has type {elem!r}, not an Elem")
             seen[name] = kind
@@ -137,12 +155,14 @@ class _Checker:
             (self.arrays if p.array else self.scalars)[p.name] = p.elem
         for loc in k.locals:
             self.locals[loc.name] = loc.elem
-        for sh in k.shared:
-            if (isinstance(sh.size, bool) or not isinstance(sh.size, int)
-                    or not 0 < sh.size <= _MAX_SHARED):
-                raise _Violation(f"shared array {sh.name!r} has size {sh.size!r}; a size must "
-                                 f"be a positive integer constant, at most {_MAX_SHARED}")
-            self.shared[sh.name] = sh.elem
+        for kind, arrays, into in (("shared array", k.shared, self.shared),
+                                   ("local array", k.local_arrays, self.local_arrays)):
+            for a in arrays:
+                if (isinstance(a.size, bool) or not isinstance(a.size, int)
+                        or not 0 < a.size <= _MAX_SHARED):
+                    raise _Violation(f"{kind} {a.name!r} has size {a.size!r}; a size must "
+                                     f"be a positive integer constant, at most {_MAX_SHARED}")
+                into[a.name] = a.elem
         self.block(k.body)
 
     # ------------------------------------------------------------ statements
@@ -212,11 +232,11 @@ class _Checker:
             raise _Violation(f"the index is {index.type.value}, not an integer type", node)
 
     def memory(self, array: str, node: object) -> ir.Elem:
-        """The element type of an array parameter or shared array named ``array``."""
-        elem = self.arrays.get(array, self.shared.get(array))
+        """The element type of the array parameter, shared or local array ``array``."""
+        elem = self.arrays.get(array, self.shared.get(array, self.local_arrays.get(array)))
         if elem is None:
-            raise _Violation(f"{array!r} is neither an array parameter nor a shared array",
-                             node)
+            raise _Violation(f"{array!r} is not an array parameter, a shared array or a "
+                             "local array", node)
         return elem
 
     def for_(self, s: ir.For) -> None:
@@ -246,10 +266,14 @@ class _Checker:
         self.loop(s.body)
 
     def atomic(self, s: ir.AtomicStmt) -> None:
-        """Check an atomic: an integer (or, for ``add``, f32) element, operands of its type."""
+        """Check an atomic: on an array parameter or shared array, an integer (or, for
+        ``add``, ``max`` and ``min``, f32) element, operands of its type."""
         elem = self.memory(s.array, s)
-        if not (elem in _ATOMIC_ELEMS or (elem is E.F32 and s.op is ir.AtomicOp.ADD)):
-            allowed = "i32, u32, i64, u64" + (" or f32" if s.op is ir.AtomicOp.ADD else "")
+        if s.array in self.local_arrays:
+            raise _Violation(f"{s.array!r} is a local array, which no other unit reaches: "
+                             "atomics work on array parameters and shared arrays", s)
+        if not (elem in _ATOMIC_ELEMS or (elem is E.F32 and s.op in _FLOAT_ATOMICS)):
+            allowed = "i32, u32, i64, u64" + (" or f32" if s.op in _FLOAT_ATOMICS else "")
             raise _Violation(f"atomic {s.op.value} is on {allowed} elements, but {s.array!r} "
                              f"holds {elem.value}", s)
         self.index(s.index, s)
@@ -280,9 +304,10 @@ class _Checker:
             case ir.Var(name=name, type=t):
                 declared = self.locals.get(name, self.scalars.get(name))
                 if declared is None:
-                    kind = ("an array (read it with Load)" if name in self.arrays
-                            or name in self.shared else "neither a local nor a scalar "
-                            "parameter")
+                    is_array = (name in self.arrays or name in self.shared
+                                or name in self.local_arrays)
+                    kind = ("an array (read it with Load)" if is_array else
+                            "neither a local nor a scalar parameter")
                     raise _Violation(f"{name!r} is {kind}", e)
                 self.typed(e, declared, f"{name!r} is {declared.value}")
             case ir.Builtin(name=name):
@@ -299,6 +324,12 @@ class _Checker:
                 self.math(e)
             case ir.Cast(x=x):
                 self.expr(x)
+            case ir.Bitcast(x=x, type=t):
+                self.expr(x)
+                if (x.type is E.BOOL or t is E.BOOL or x.type is E.F16 or t is E.F16
+                        or x.type.bits != t.bits):
+                    raise _Violation(f"a bit cast is between numeric types of one width "
+                                     f"(32 or 64 bits), not {x.type.value} to {t.value}", e)
             case ir.Select(cond=cond, a=a, b=b):
                 self.condition(cond, e)
                 self.expr(a)
@@ -363,27 +394,39 @@ class _Checker:
         for a in e.args:
             self.expr(a)
         t = e.args[0].type
-        if any(a.type is not t for a in e.args):
+        if e.fn is ir.MathFn.POWI:
+            if e.args[1].type is not E.I32:
+                raise _Violation(f"the exponent of powi is {e.args[1].type.value}, not i32", e)
+        elif any(a.type is not t for a in e.args):
             types = ", ".join(a.type.value for a in e.args)
             raise _Violation(f"the arguments of {e.fn.value} are {types}, not one type", e)
-        self.operand(e.fn.value, _FLOATS if e.fn in _FLOAT_FNS else _NUMBERS, t, e)
+        takes = _FLOATS if e.fn in _FLOAT_FNS else _INTEGERS if e.fn in _INT_FNS else _NUMBERS
+        self.operand(e.fn.value, takes, t, e)
         if e.fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF):
             self.typed(e, E.BOOL, f"{e.fn.value} gives bool")
+        elif e.fn in _COUNTING_FNS:
+            self.typed(e, E.U32, f"{e.fn.value} gives u32")
         else:
             self.typed(e, t, f"{e.fn.value} keeps its arguments' type")
 
     def plane(self, e: ir.PlaneOp) -> None:
-        """Check a plane operation: the value's type, and a lane for ``broadcast`` only."""
+        """Check a plane operation: the value's type, a lane for ``broadcast`` and
+        ``shuffle_xor`` only, and the result's type."""
         self.expr(e.value)
-        if e.fn is ir.PlaneFn.BROADCAST:
+        name = f"plane_{e.fn.value}"
+        if e.fn in _LANE_PLANE_FNS:
             if e.lane is None:
-                raise _Violation("plane_broadcast needs a lane", e)
+                raise _Violation(f"{name} needs a lane", e)
             self.expr(e.lane)
             if not e.lane.type.is_int:
                 raise _Violation(f"the lane is {e.lane.type.value}, not an integer type", e)
         else:
-            self.operand(f"plane_{e.fn.value}", _NUMBERS, e.value.type, e)
+            takes = _BOOLS if e.fn in _BOOL_PLANE_FNS else _NUMBERS
+            self.operand(name, takes, e.value.type, e)
             if e.lane is not None:
-                raise _Violation(f"plane_{e.fn.value} takes no lane (broadcast alone does)",
+                raise _Violation(f"{name} takes no lane (broadcast and shuffle_xor alone do)",
                                  e)
-        self.typed(e, e.value.type, "a plane operation keeps its value's type")
+        if e.fn is ir.PlaneFn.BALLOT:
+            self.typed(e, E.U32, "plane_ballot gives u32")
+        else:
+            self.typed(e, e.value.type, "a plane operation keeps its value's type")

@@ -18,6 +18,7 @@ from cubecl_server.compiler.loader import KernelLoader
 from cubecl_server.compiler.record import CompilationBatchRecord, CompilationRecord, Recorder
 from cubecl_server.compiler.store import (
     ArtifactStore,
+    DriverCache,
     StoreNames,
     compilation_store,
     environment_database,
@@ -121,6 +122,12 @@ class EnvironmentStore(ArtifactStore):
         """Whether nothing can be stored here now (a read-only database, or caching off)."""
         store = self._current()
         return store is None or store.read_only
+
+    @property
+    def driver_cache(self) -> DriverCache | None:
+        """The driver data kept beside the artifacts here; None with caching off."""
+        store = self._current()
+        return None if store is None else store.driver_cache
 
     def purge(self, key: KernelCacheKey) -> None:
         """Remove the artifact under ``key`` here."""

@@ -46,3 +46,12 @@ def run_python(code: str, env: dict[str, str] | None = None, check: bool = True,
 def last_json_line(proc: subprocess.CompletedProcess[str]) -> Any:
     """The JSON document on the last line a subprocess printed."""
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def marked_line(file: str, tag: str) -> int:
+    """The one line of ``file`` that ends with the comment ``# <tag>``: where a test
+    expects an error to point."""
+    hits = [no for no, text in enumerate(Path(file).read_text().splitlines(), 1)
+            if text.rstrip().endswith(f"# <{tag}>")]
+    assert len(hits) == 1, (file, tag, hits)
+    return hits[0]

@@ -786,6 +786,9 @@ def sequential_atomic(o: ir.AtomicOp, mem: np.ndarray, idx: np.ndarray, val: np.
                 ir.AtomicOp.SUB: lambda: cur - val[lane],  # noqa: B023
                 ir.AtomicOp.MAX: lambda: max(cur, val[lane]),  # noqa: B023
                 ir.AtomicOp.MIN: lambda: min(cur, val[lane]),  # noqa: B023
+                ir.AtomicOp.AND: lambda: cur & val[lane],  # noqa: B023
+                ir.AtomicOp.OR: lambda: cur | val[lane],  # noqa: B023
+                ir.AtomicOp.XOR: lambda: cur ^ val[lane],  # noqa: B023
                 ir.AtomicOp.EXCHANGE: lambda: val[lane],  # noqa: B023
                 ir.AtomicOp.COMPARE_EXCHANGE:
                     lambda: val[lane] if cur == cmp[lane] else cur,  # noqa: B023
@@ -795,8 +798,10 @@ def sequential_atomic(o: ir.AtomicOp, mem: np.ndarray, idx: np.ndarray, val: np.
 
 @pytest.mark.parametrize("keep_old", [True, False], ids=["old", "no-old"])
 @pytest.mark.parametrize("addresses", [5, 700], ids=["few-hot", "many"])
-@pytest.mark.parametrize("t", [E.U32, E.I64, E.F32], ids=lambda t: t.value)
-@pytest.mark.parametrize("o", list(ir.AtomicOp), ids=lambda o: o.name)
+@pytest.mark.parametrize(("o", "t"), [
+    pytest.param(o, t, id=f"{o.name}-{t.value}") for o in ir.AtomicOp
+    for t in (E.U32, E.I64, E.F32)
+    if not (t.is_float and o in (ir.AtomicOp.AND, ir.AtomicOp.OR, ir.AtomicOp.XOR))])
 def test_atomics_match_a_sequential_order(o: ir.AtomicOp, t: E, addresses: int,
                                           keep_old: bool, rng: Seeded) -> None:
     n = 2048
@@ -944,7 +949,7 @@ def test_wrong_cube_dim_is_refused() -> None:
     ([st("out", POS, op(B.DIV, v("n", E.I32), v("n", E.I32)))], [("out", "i32[]"), ("n", "i32")],
      [], "'/' takes floats, not i32, in `(n / n)`"),
     ([st("nowhere", POS, c(1, E.I32))], [("out", "i32[]")], [],
-     "'nowhere' is neither an array parameter nor a shared array, in "
+     "'nowhere' is not an array parameter, a shared array or a local array, in "
      "`nowhere[ABSOLUTE_POS] = 1:i32`"),
     ([ir.Break()], [("out", "i32[]")], [], "`break` outside a loop, in `break`"),
     ([ir.Assign("ghost", c(1, E.I32))], [("out", "i32[]")], [],

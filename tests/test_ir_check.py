@@ -38,11 +38,12 @@ def c(value: int | float | bool, t: ir.Elem) -> ir.Const:
 
 
 def kern(body: tuple[ir.Stmt, ...], locals_: tuple[ir.Local, ...] = (),
-         shared: tuple[ir.SharedArray, ...] = (), name: str = "bad") -> ir.Kernel:
+         shared: tuple[ir.SharedArray, ...] = (), name: str = "bad",
+         local_arrays: tuple[ir.LocalArray, ...] = ()) -> ir.Kernel:
     """A kernel over ``out: Array[i32]``, ``flags: Array[bool]`` and ``n: u32``."""
     params = (ir.Param("out", I32, True), ir.Param("flags", E.BOOL, True),
               ir.Param("n", U32, False))
-    return ir.Kernel(name, params, locals_, shared, body)
+    return ir.Kernel(name, params, locals_, shared, body, local_arrays=local_arrays)
 
 
 MALFORMED: list[tuple[str, ir.Kernel, str]] = [
@@ -59,11 +60,11 @@ MALFORMED: list[tuple[str, ir.Kernel, str]] = [
     ("store of the wrong type", kern((ir.Store("out", POS, c(1.5, F32)),)),
      "the stored value is f32, but 'out' holds i32, in `out[ABSOLUTE_POS] = 1.5:f32`"),
     ("duplicate local", kern((), locals_=(ir.Local("x", I32), ir.Local("x", F32))),
-     "local 'x' is declared twice (names of params, locals and shared arrays are "
+     "local 'x' is declared twice (names of params, locals, shared and local arrays are "
      "distinct, each declared once)"),
     ("local named like a parameter", kern((), locals_=(ir.Local("n", U32),)),
-     "'n' is declared as a scalar parameter and as a local (names of params, locals and "
-     "shared arrays are distinct, each declared once)"),
+     "'n' is declared as a scalar parameter and as a local (names of params, locals, "
+     "shared and local arrays are distinct, each declared once)"),
     ("assigned scalar parameter", kern((ir.Assign("n", c(1, U32)),)),
      "'n' is a scalar parameter: only declared locals are assigned, in `n = 1:u32`"),
     ("select of two types", kern((ir.Store("out", POS, ir.Select(
@@ -103,11 +104,22 @@ MALFORMED: list[tuple[str, ir.Kernel, str]] = [
         locals_=(ir.Local("k", U32),)),
      "an unrolled loop has constant bounds, but the stop is not a constant, "
      "in `for k in range(0:u32, n, 1:u32):  # unroll`"),
-    ("atomic min on f32", kern((ir.AtomicStmt(ir.AtomicOp.MIN, "acc", c(0, U32), c(1.0, F32),
-                                              None, None),),
-                               shared=(ir.SharedArray("acc", F32, 4),)),
-     "atomic min is on i32, u32, i64, u64 elements, but 'acc' holds f32, "
-     "in `atomic_min(acc, 0:u32, 1.0:f32)`"),
+    ("bit cast across widths", kern((ir.Store("out", POS, ir.Bitcast(c(1.0, E.F64), I32)),)),
+     "a bit cast is between numeric types of one width (32 or 64 bits), not f64 to i32, "
+     "in `bitcast(1.0:f64, i32)`"),
+    ("atomic on a local array", kern((ir.AtomicStmt(ir.AtomicOp.ADD, "acc", c(0, U32),
+                                                    c(1, I32), None, None),),
+                                     local_arrays=(ir.LocalArray("acc", I32, 4),)),
+     "'acc' is a local array, which no other unit reaches: atomics work on array "
+     "parameters and shared arrays, in `atomic_add(acc, 0:u32, 1:i32)`"),
+    ("empty local array", kern((), local_arrays=(ir.LocalArray("acc", I32, 0),)),
+     "local array 'acc' has size 0; a size must be a positive integer constant, at most "
+     "4294967295"),
+    ("atomic exchange on f32", kern((ir.AtomicStmt(ir.AtomicOp.EXCHANGE, "acc", c(0, U32),
+                                                   c(1.0, F32), None, None),),
+                                    shared=(ir.SharedArray("acc", F32, 4),)),
+     "atomic exchange is on i32, u32, i64, u64 elements, but 'acc' holds f32, "
+     "in `atomic_exchange(acc, 0:u32, 1.0:f32)`"),
     ("compare without compare_exchange", kern((ir.AtomicStmt(
         ir.AtomicOp.ADD, "out", c(0, U32), c(1, I32), c(0, I32), None),)),
      "atomic add takes no compare value (compare_exchange alone does), "
@@ -174,9 +186,11 @@ def _opencl() -> Compiler:
 
 def _vulkan() -> Compiler:
     vk = pytest.importorskip("cubecl_vulkan.compiler")
-    # A device with room for every cube dim of the kernel set (16 x 16 among them).
+    # A device with room for every cube dim of the kernel set (16 x 16 among them) and
+    # what its f64, 64-bit, bool and plane kernels use.
     return vk.VulkanCompiler(vk.ShaderFeatures(  # type: ignore[no-any-return]
-        max_invocations=1024, max_workgroup_size=(1024, 1024, 64)))
+        max_invocations=1024, max_workgroup_size=(1024, 1024, 64), float64=True,
+        int64=True, int64_atomics=True, bool_storage=True, subgroups=True, subgroup_size=8))
 
 
 def _cuda() -> Compiler:

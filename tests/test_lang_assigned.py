@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import marked_line
 
 from cubecl_server.errors import KernelSyntaxError
 from cubecl_server.lang import ABSOLUTE_POS, Array, Comptime, cube_fn, f32, parse_kernel, u32
@@ -17,9 +18,7 @@ SOURCE_LINES = Path(__file__).read_text().splitlines()
 
 def marked(tag: str) -> int:
     """The line of this file that ends with the comment ``# <tag>``."""
-    [line] = [no for no, text in enumerate(SOURCE_LINES, 1)
-              if text.rstrip().endswith(f"# <{tag}>")]
-    return line
+    return marked_line(__file__, tag)
 
 
 def refused(fn: Callable[..., Any], **comptime: Any) -> KernelSyntaxError:

@@ -16,20 +16,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import marked_line
 
 import cubecl_server.lang as cl
 from cubecl_server.errors import KernelSyntaxError
 from cubecl_server.lang import ABSOLUTE_POS, UNIT_POS_X, Array, f32, parse_kernel, u32
 
-SOURCE_LINES = Path(__file__).read_text().splitlines()
 LANG = str(Path(cl.__file__).parent)
 
 
 def marked(tag: str) -> int:
     """The line of this file that ends with the comment ``# <tag>``."""
-    [line] = [no for no, text in enumerate(SOURCE_LINES, 1)
-              if text.rstrip().endswith(f"# <{tag}>")]
-    return line
+    return marked_line(__file__, tag)
 
 
 def refused(fn: Callable[..., Any]) -> KernelSyntaxError:

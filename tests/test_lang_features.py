@@ -10,11 +10,11 @@ line it points at (lines are found by a ``# <tag>`` comment)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import marked_line
 
 from cubecl_server import ir
 from cubecl_server.client import create_client
@@ -67,14 +67,11 @@ from cubecl_server.lang import (
 E = ir.Elem
 C = ir.Const
 V = ir.Var
-SOURCE_LINES = Path(__file__).read_text().splitlines()
 
 
 def marked(tag: str) -> int:
     """The line of this file that ends with the comment ``# <tag>``."""
-    hits = [no for no, line in enumerate(SOURCE_LINES, 1) if line.rstrip().endswith(f"# <{tag}>")]
-    assert len(hits) == 1, (tag, hits)
-    return hits[0]
+    return marked_line(__file__, tag)
 
 
 def error(fn: Callable[..., Any], comptime: dict[str, object] | None = None

@@ -10,11 +10,11 @@ import inspect
 import math
 import textwrap
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import marked_line
 
 import cubecl_server.lang as cl
 from cubecl_server import ir
@@ -52,14 +52,11 @@ V = ir.Var
 B = ir.Binary
 OP = ir.BinOp
 
-SOURCE_LINES = Path(__file__).read_text().splitlines()
 
 
 def marked(tag: str) -> int:
     """The line of this file that ends with the comment ``# <tag>``."""
-    hits = [no for no, line in enumerate(SOURCE_LINES, 1) if line.rstrip().endswith(f"# <{tag}>")]
-    assert len(hits) == 1, (tag, hits)
-    return hits[0]
+    return marked_line(__file__, tag)
 
 
 def syntax_error(fn: Callable[..., Any], comptime: dict[str, object] | None = None
@@ -1130,7 +1127,8 @@ def uns_slice(a: Array[f32]):
 
 
 def uns_multi_index(a: Array[f32]):
-    t = a[0, 1]  # <multi-index>
+    tile = cl.shared(f32, 4)
+    t = tile[0, 1]  # <multi-index>
 
 
 def uns_matmul(a: Array[f32], x: f32):
@@ -1168,7 +1166,7 @@ UNSUPPORTED = [
     (uns_walrus, "walrus", "`:=` assignment expressions are not supported"),
     (uns_type_as_value, "type-value", "`f32` is a type"),
     (uns_slice, "slice", "slices are not supported"),
-    (uns_multi_index, "multi-index", "multi-dimensional indexing"),
+    (uns_multi_index, "multi-index", "`tile` has one dimension"),
     (uns_matmul, "matmul", "not supported in kernels"),
 ]
 

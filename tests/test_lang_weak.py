@@ -6,11 +6,11 @@ checked with the lines they name (found by a ``# <tag>`` comment)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import marked_line
 
 from cubecl_server import ir
 from cubecl_server.client import create_client
@@ -38,14 +38,11 @@ from cubecl_server.lang import (
 )
 
 E = ir.Elem
-SOURCE_LINES = Path(__file__).read_text().splitlines()
 
 
 def marked(tag: str) -> int:
     """The line of this file that ends with the comment ``# <tag>``."""
-    [line] = [no for no, text in enumerate(SOURCE_LINES, 1)
-              if text.rstrip().endswith(f"# <{tag}>")]
-    return line
+    return marked_line(__file__, tag)
 
 
 def refused(fn: Callable[..., Any], **comptime: Any) -> KernelSyntaxError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from dataclasses import dataclass
@@ -19,8 +20,8 @@ from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encod
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
 
 __all__ = [
-    "StoreNames", "ArtifactStore", "compilation_store", "store_compiled", "source_key",
-    "environment_database",
+    "StoreNames", "ArtifactStore", "DriverCache", "compilation_store", "store_compiled",
+    "source_key", "environment_database",
 ]
 
 log = logger("compiler")
@@ -41,6 +42,8 @@ def source_key(source: bytes) -> str:
 
 _POINTER = "source-pointer"
 """The kind of a sources-map value: the key of the artifact a source was built into."""
+_DRIVER_DATA = "driver-cache"
+"""The kind of a driver-cache value: what a driver made of one artifact."""
 
 
 class ArtifactStore:
@@ -58,6 +61,7 @@ class ArtifactStore:
         prefix = f"{backend}/{__version__}/{variant.replace('/', '_')}"
         self.kernels_namespace = f"{prefix}/{names.kernels}"
         self.sources_namespace = f"{prefix}/{names.sources}"
+        self._driver_cache = DriverCache(self, f"{prefix}/{names.kernels}.driver-cache")
         self._db = db
         self._broken = False
         self._lock = threading.Lock()
@@ -107,6 +111,12 @@ class ArtifactStore:
     def read_only(self) -> bool:
         """Whether the database can only be read: artifacts load, none are stored."""
         return self._db.read_only
+
+    @property
+    def driver_cache(self) -> DriverCache | None:
+        """What the device's driver made of the artifacts here (:class:`DriverCache`);
+        None where nothing is kept (caching off)."""
+        return self._driver_cache
 
     def purge(self, key: KernelCacheKey) -> None:
         """Remove the artifact under ``key`` (found corrupt, or rejected by the driver)."""
@@ -161,6 +171,80 @@ class ArtifactStore:
                     self._db.replace(self.sources_namespace, source, value)
         except StoreError as e:
             self._fail("write", e)
+
+
+class DriverCache:
+    """What a driver made of an artifact - a ``VkPipelineCache``'s data, a binary the
+    ICD specialised on first use - kept beside the artifacts of one store.
+
+    Entries are keyed by a hash of the artifact (its kind, payload and header), bound
+    and checksummed like artifacts, and live under the store's variant, so data is
+    never handed to a driver that cannot use it. A target seeds the driver with
+    :meth:`get` at load, hands back what the driver has afterwards with
+    :meth:`update` (stored when it differs: a load that improved it), and drops an
+    entry the driver refused with :meth:`purge`.
+    """
+
+    def __init__(self, store: ArtifactStore, namespace: str) -> None:
+        self.namespace = namespace
+        self._store = store
+
+    @staticmethod
+    def key(artifact: Artifact) -> str:
+        """The entry's key: a hash of everything the artifact is."""
+        h = hashlib.sha256(b"cubecl-driver-cache\0" + artifact.kind.encode() + b"\0")
+        h.update(json.dumps(artifact.header, sort_keys=True).encode() + b"\0")
+        h.update(artifact.payload)
+        return h.hexdigest()
+
+    def get(self, artifact: Artifact) -> bytes | None:
+        """The driver data stored for ``artifact``; None if absent or unreadable (a
+        damaged entry is purged)."""
+        store, key = self._store, self.key(artifact)
+        if store._broken:
+            return None
+        try:
+            entry = store._db.get(self.namespace, key)
+        except StoreError as e:
+            store._fail("read", e)
+            return None
+        if entry is None:
+            return None
+        try:
+            d = decode_artifact(entry.value, namespace=self.namespace, key=key)
+            if d.kind != _DRIVER_DATA:
+                raise CorruptEntry(f"a {d.kind!r} entry, not driver data")
+        except CorruptEntry as e:
+            log.warning("driver cache data %s rejected (%s): purged", key[:16], e)
+            self.purge(artifact)
+            return None
+        return d.payload
+
+    def update(self, artifact: Artifact, data: bytes) -> None:
+        """Keep ``data`` as the driver's for ``artifact``, replacing what was kept
+        when it differs (the driver added to it); nothing is written when it is
+        the same."""
+        store, key = self._store, self.key(artifact)
+        if store._broken or not data or store.read_only:
+            return
+        kept = self.get(artifact)
+        if kept == data:
+            return
+        value = encode_artifact(_DRIVER_DATA, {}, data, namespace=self.namespace, key=key)
+        try:
+            store._db.replace(self.namespace, key, value)
+        except StoreError as e:
+            store._fail("write", e)
+
+    def purge(self, artifact: Artifact) -> None:
+        """Drop the data kept for ``artifact`` (the driver refused it)."""
+        store = self._store
+        if store._broken:
+            return
+        try:
+            store._db.delete(self.namespace, self.key(artifact))
+        except StoreError as e:
+            store._fail("purge", e)
 
 
 def environment_database() -> Path:

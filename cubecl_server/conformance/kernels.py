@@ -56,7 +56,9 @@ from cubecl_server.lang.types import SCALAR_TYPES
 
 __all__ = [
     "scale", "add_const", "binary", "compare", "logical", "unary", "math1", "math2",
-    "math3", "cast", "select_kernel", "ternary", "with_scalar", "builtins", "control_flow",
+    "math3", "cast", "bitcast_kernel", "bits1", "powi_kernel", "atomic_bits", "typed_inside",
+    "math_more", "bits_more", "plane_more", "select_kernel", "ternary",
+    "with_scalar", "builtins", "control_flow",
     "saxpy", "transpose", "reduce_sum", "matmul", "histogram", "softmax", "scan",
     "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
     "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
@@ -316,6 +318,153 @@ def cast(src: ir.Elem, dst: ir.Elem) -> KernelFunction:
         if i < len(out):
             out[i] = D(a[i])
     return kernel(convert)
+
+
+@cache
+def bitcast_kernel(src: ir.Elem, dst: ir.Elem) -> KernelFunction:
+    """``out[i] = bitcast(a[i], D)``: the bits of an ``src`` as a ``dst``."""
+    S, D = scalar(src), scalar(dst)
+
+    def reinterpret(a: Array[S], out: Array[D]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = cl.bitcast(a[i], D)
+    return kernel(reinterpret)
+
+
+@cache
+def bits1(fn: str, elem: ir.Elem) -> KernelFunction:
+    """``out[i] = fn(a[i])`` for a bit function of an integer: ``out`` is u32 for the
+    counting ones, ``a``'s type for ``reverse_bits``."""
+    T = scalar(elem)
+    f = getattr(cl, fn)
+    if fn == "reverse_bits":
+        def reverse(a: Array[T], out: Array[T]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = f(a[i])
+        return kernel(reverse)
+
+    def count(a: Array[T], out: Array[u32]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = f(a[i])
+    return kernel(count)
+
+
+@cache
+def powi_kernel(elem: ir.Elem) -> KernelFunction:
+    """``out[i] = powi(a[i], n[i])``."""
+    T = scalar(elem)
+
+    def power(a: Array[T], n: Array[i32], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = cl.powi(a[i], n[i])
+    return kernel(power)
+
+
+@cache
+def bits_more(elem: ir.Elem) -> KernelFunction:
+    """Every integer function in one kernel: what a compile-only run compiles."""
+    T = scalar(elem)
+
+    def all_bits(a: Array[T], b: Array[T], counts: Array[u32], out: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            x = a[i]
+            y = b[i]
+            counts[i] = (cl.count_ones(x) + cl.leading_zeros(x) + cl.trailing_zeros(y)
+                         + cl.find_first_set(y))
+            out[i] = (cl.reverse_bits(x) ^ cl.mul_hi(x, y) ^ cl.saturating_add(x, y)
+                      ^ cl.saturating_sub(y, x))
+    return kernel(all_bits)
+
+
+@kernel
+def plane_more(v: Array[i32], c: Array[bool_], lo: Array[i32], prod: Array[i32],
+               every: Array[bool_], some: Array[bool_], inc: Array[i32], exc: Array[i32],
+               ballot: Array[u32], xor1: Array[i32]) -> None:
+    """The plane operations past sum, max and broadcast, each over the units where
+    ``c`` holds (the others inactive); the shuffle over every unit in range."""
+    i = ABSOLUTE_POS
+    if i < len(v):
+        x = v[i]
+        if c[i]:
+            lo[i] = cl.plane_min(x)
+            prod[i] = cl.plane_prod(x)
+            every[i] = cl.plane_all(x > 0)
+            some[i] = cl.plane_any(x > 2)
+            inc[i] = cl.plane_inclusive_sum(x)
+            exc[i] = cl.plane_exclusive_sum(x)
+            ballot[i] = cl.plane_ballot(x > 0)
+        xor1[i] = cl.plane_shuffle_xor(x, 1)
+
+
+@cache
+def atomic_bits(elem: ir.Elem) -> KernelFunction:
+    """Unit ``i`` folds ``v[i]`` into slot ``i % len(acc)`` of ``ands``, ``ors`` and
+    ``xors`` (the and's old value to ``old[i]``), stores ``v[i]`` to ``stored[i]`` with
+    ``atomic_store`` and reads it back with ``atomic_load`` into ``loaded[i]``."""
+    T = scalar(elem)
+
+    def bits(v: Array[T], ands: Array[T], ors: Array[T], xors: Array[T], old: Array[T],
+             stored: Array[T], loaded: Array[T]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(v):
+            slot = i % len(ands)
+            old[i] = cl.atomic_and(ands, slot, v[i])
+            cl.atomic_or(ors, slot, v[i])
+            cl.atomic_xor(xors, slot, v[i])
+            cl.atomic_store(stored, i, v[i])
+            loaded[i] = cl.atomic_load(stored, i)
+    return kernel(bits)
+
+
+@cache
+def typed_inside(elem: ir.Elem) -> KernelFunction:
+    """A kernel of u32 arrays that uses ``elem`` only inside one expression: the high
+    half of a square for an integer type, a scaled value for a float one."""
+    T = scalar(elem)
+    if elem.is_int:
+        def square_high(a: Array[u32], out: Array[u32]) -> None:
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = u32((T(a[i]) * T(a[i])) >> 32)
+        return kernel(square_high)
+
+    def scaled(a: Array[u32], out: Array[u32]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = u32(T(a[i]) * T(0.5))
+    return kernel(scaled)
+
+
+@cache
+def math_more(elem: ir.Elem) -> KernelFunction:
+    """Every math function past the first ones, a bit cast, a local array, ``a[i, j]``
+    and atomic max/min on floats, in one kernel: what a compile-only run compiles."""
+    T = scalar(elem)
+    U = u32 if elem.bits == 32 else cl.u64
+
+    def more_math(a: Array[T], b: Array[T], bits: Array[U], out: Array[T],
+                  mx: Array[f32]) -> None:
+        i = ABSOLUTE_POS
+        if i < len(out):
+            x = a[i]
+            y = b[i]
+            acc = cl.local_array(T, 4)
+            acc[0] = cl.tan(x) + cl.asin(x) + cl.acos(x) + cl.atan(x) + cl.atan2(y, x)
+            acc[1] = (cl.sinh(x) + cl.cosh(x) + cl.log2(y) + cl.exp2(x) + cl.log1p(y)
+                      + cl.expm1(x))
+            acc[2] = (cl.round(x) + cl.trunc(y) + cl.sign(x) + cl.copysign(x, y)
+                      + cl.hypot(x, y))
+            acc[3] = a[i, 0] + T(cl.sign(i32(i) - 3))
+            bits[i] = cl.bitcast(acc[0], U)
+            cl.atomic_max(mx, 0, f32(acc[1]))
+            cl.atomic_min(mx, 1, f32(acc[2]))
+            out[i] = acc[0] + acc[1] + acc[2] + acc[3]
+    return kernel(more_math)
 
 
 @cache
@@ -815,6 +964,224 @@ KERNEL_SET: dict[str, tuple[Callable[[], KernelFunction], dict[str, Any], CubeDi
     "short_circuit": (lambda: short_circuit, {}, CubeDim(64)),
     "weak_tree_sum": (lambda: weak_tree_sum, {"BLOCK": 64}, CubeDim(64)),
     "weak_tiled_matmul": (lambda: weak_tiled_matmul, {"TILE": 8}, CubeDim(8, 8)),
+    "math_more_f32": (lambda: math_more(ir.Elem.F32), {}, CubeDim(64)),
+    "math_more_f64": (lambda: math_more(ir.Elem.F64), {}, CubeDim(64)),
+    "bits_more_i32": (lambda: bits_more(ir.Elem.I32), {}, CubeDim(64)),
+    "bits_more_u64": (lambda: bits_more(ir.Elem.U64), {}, CubeDim(64)),
+    "atomic_bits_i32": (lambda: atomic_bits(ir.Elem.I32), {}, CubeDim(64)),
+    "atomic_bits_i64": (lambda: atomic_bits(ir.Elem.I64), {}, CubeDim(64)),
+    "plane_more": (lambda: plane_more, {}, CubeDim(64)),
 }
 """Every kernel of the set by name: how to get it, its comptime values, its cube dim
 (what the compile-only tests lower and finalize)."""
+
+
+# ---------------------------------------------------------------- suite power (issue 15)
+# Kernels of the checks that hold every backend to what only the core's own tests
+# checked before: signed indices in checked mode, nested unit-dependent branches,
+# plane operations under a branch, grids one unit past their bound, loop shapes.
+
+__all__ += ["signed_index", "signed_atomic", "nested_branches", "nested_branches_reference",
+            "plane_branch", "PLANE_BRANCH_SKIP", "bounded_stores", "bounded_atomics",
+            "loop_shapes", "loop_shapes_reference"]
+
+
+@kernel
+def signed_index(a: Array[f32], out: Array[f32], b: Array[f32], edge: Array[f32], off: i32,
+                 neg: i32) -> None:
+    """Signed indices in checked mode: every unit of ``out`` reads ``a[i - off]`` into
+    ``out[i]`` and writes ``-1`` there, so units below ``off`` read 0 and write nothing;
+    unit 0 also reads and writes ``b[neg]`` (``neg`` a negative scalar, the same index in
+    every unit) into ``edge[0]``."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        j = i32(i) - off
+        out[i] = a[j]
+        a[j] = -1.0
+    if i == 0:
+        edge[0] = b[neg]
+        b[neg] = 7.0
+
+
+@kernel
+def signed_atomic(acc: Array[i32], n: u32, off: i32) -> None:
+    """``atomic_add(acc, i - off, 1)`` for every unit below ``n``: the units whose index
+    is negative or past the end of ``acc`` change nothing in checked mode."""
+    i = ABSOLUTE_POS
+    if i < n:
+        cl.atomic_add(acc, i32(i) - off, i32(1))
+
+
+@kernel
+def nested_branches(a: Array[i32], out: Array[i32], marks: Array[i32]) -> None:
+    """Branches on the unit's own value nested three deep, each storing: an inner
+    branch runs only where every condition around it holds
+    (:func:`nested_branches_reference`)."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        x = a[i]
+        r = 0
+        if x % 2 == 0:
+            if x > 0:
+                r = 1
+            else:
+                r = 2
+                if x < -50:
+                    r = 3
+                    marks[i] = 1
+        else:
+            if x > 10:
+                r = 4
+                if x > 60:
+                    marks[i] = 2
+            else:
+                marks[i] = 3
+        if i % 3 == 1:
+            if r == 0:
+                r = 5
+        out[i] = r
+
+
+def nested_branches_reference(x: int, i: int) -> tuple[int, int]:
+    """What :data:`nested_branches` stores for one unit: ``(out, marks)``."""
+    r, mark = 0, 0
+    if x % 2 == 0:  # C remainder: the sign of x, so only even x, negative or not
+        if x > 0:
+            r = 1
+        else:
+            r = 2
+            if x < -50:
+                r, mark = 3, 1
+    else:
+        if x > 10:
+            r = 4
+            if x > 60:
+                mark = 2
+        else:
+            mark = 3
+    if i % 3 == 1 and r == 0:
+        r = 5
+    return r, mark
+
+
+PLANE_BRANCH_SKIP = 3
+"""In :data:`plane_branch`, the units whose ``UNIT_POS_PLANE % 3 == 1`` skip the branch."""
+
+
+@kernel
+def plane_branch(a: Array[f32], sums: Array[f32], maxes: Array[f32],
+                 firsts: Array[f32]) -> None:
+    """Plane operations inside a branch only some units of each plane take (those with
+    ``UNIT_POS_PLANE % 3 != 1``): the units outside contribute nothing and keep -1."""
+    i = ABSOLUTE_POS
+    x = a[i]
+    s = -1.0
+    m = -1.0
+    t = -1.0
+    if cl.UNIT_POS_PLANE % 3 != 1:
+        s = cl.plane_sum(x)
+        m = cl.plane_max(x)
+        t = cl.plane_broadcast(x, u32(0))
+    sums[i] = s
+    maxes[i] = m
+    firsts[i] = t
+
+
+@kernel
+def bounded_stores(a: Array[i32], lt: Array[i32], gt: Array[i32], le: Array[i32],
+                   ge: Array[i32], n: u32) -> None:
+    """Four spellings of "the unit is below ``n``", each guarding a store into an array
+    longer than ``n``: ``i < n``, ``n > i``, ``i <= n - 1``, ``n - 1 >= i``."""
+    i = ABSOLUTE_POS
+    last = n - 1
+    if i < n:
+        lt[i] = a[i]
+    if n > i:
+        gt[i] = a[i]
+    if i <= last:
+        le[i] = a[i]
+    if last >= i:
+        ge[i] = a[i]
+
+
+@kernel
+def bounded_atomics(count: Array[u32], n: u32) -> None:
+    """Atomic counts of the units on each side of ``n``: slots 0-3 count the units below
+    it (four spellings, as :data:`bounded_stores`), slots 4 and 5 those at or past it."""
+    i = ABSOLUTE_POS
+    last = n - 1
+    if i < n:
+        cl.atomic_add(count, 0, u32(1))
+    if n > i:
+        cl.atomic_add(count, 1, u32(1))
+    if i <= last:
+        cl.atomic_add(count, 2, u32(1))
+    if last >= i:
+        cl.atomic_add(count, 3, u32(1))
+    if i >= n:
+        cl.atomic_add(count, 4, u32(1))
+    if i > last:
+        cl.atomic_add(count, 5, u32(1))
+
+
+@kernel
+def loop_shapes(a: Array[i32], out: Array[i32]) -> None:
+    """Loops whose trip counts differ per unit: a counter stepping down by 3 past 0,
+    one stepping up by 7 with ``continue`` and ``break``, and a ``while`` inside
+    a branch (:func:`loop_shapes_reference`)."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        x = a[i]
+        acc = 0
+        for k in range(x, -5, -3):
+            acc += k
+        for j in range(x, 50, 7):
+            if j % 5 == 0:
+                continue
+            acc += j * 100
+            if j > 30:
+                break
+        if x % 4 != 0:
+            w = x
+            while w > 0:
+                acc += 10000
+                w = w - 9
+        out[i] = acc
+
+
+def loop_shapes_reference(x: int) -> int:
+    """What :data:`loop_shapes` computes for one element ``0 <= x``, in plain Python."""
+    acc = sum(range(x, -5, -3))
+    for j in range(x, 50, 7):
+        if j % 5 == 0:
+            continue
+        acc += j * 100
+        if j > 30:
+            break
+    if x % 4 != 0:
+        w = x
+        while w > 0:
+            acc += 10000
+            w -= 9
+    return acc
+
+
+__all__ += ["shared_neighbours"]
+
+
+@kernel
+def shared_neighbours(a: Array[f32], left: Array[f32], right: Array[f32], *,
+                      BLOCK: Comptime[int]) -> None:
+    """Each unit stores its element in the cube's shared array, then reads its
+    neighbours there: the first and last units index one past the shared array's ends
+    (-1 and BLOCK), which checked mode reads as 0, never another cube's memory."""
+    s = cl.shared(f32, BLOCK)
+    i = ABSOLUTE_POS
+    v = 0.0
+    if i < len(a):
+        v = a[i]
+    s[UNIT_POS] = v
+    cl.sync_cube()
+    if i < len(a):
+        right[i] = s[UNIT_POS + 1]
+        left[i] = s[i32(UNIT_POS) - 1]

@@ -94,6 +94,7 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
         shared=tuple(unit.shared),
         body=strip_markers(body),
         comptime=bound,
+        local_arrays=tuple(unit.local_arrays),
         loc=ir.SourceLoc(source.file, source.line(source.tree)),
     )
 
@@ -138,7 +139,14 @@ _UNOPS: dict[type[ast.AST], ir.UnOp] = {
     ast.USub: ir.UnOp.NEG, ast.Not: ir.UnOp.NOT, ast.Invert: ir.UnOp.BITNOT,
 }
 _ATOMIC_INTS = (ir.Elem.I32, ir.Elem.U32, ir.Elem.I64, ir.Elem.U64)
-_NUMERIC_MATH = (ir.MathFn.ABS, ir.MathFn.MIN, ir.MathFn.MAX, ir.MathFn.CLAMP)
+_NUMERIC_MATH = (ir.MathFn.ABS, ir.MathFn.MIN, ir.MathFn.MAX, ir.MathFn.CLAMP, ir.MathFn.SIGN)
+_INT_MATH = (ir.MathFn.COUNT_ONES, ir.MathFn.REVERSE_BITS, ir.MathFn.LEADING_ZEROS,
+             ir.MathFn.TRAILING_ZEROS, ir.MathFn.FIND_FIRST_SET, ir.MathFn.MUL_HI,
+             ir.MathFn.SATURATING_ADD, ir.MathFn.SATURATING_SUB)
+_COUNTING_MATH = (ir.MathFn.COUNT_ONES, ir.MathFn.LEADING_ZEROS, ir.MathFn.TRAILING_ZEROS,
+                  ir.MathFn.FIND_FIRST_SET)
+# What each memory declaration looks like, for the messages that show one.
+_EXAMPLE_DECL = {"shared": "tile = shared(f32, 256)", "local_array": "acc = local_array(f32, 8)"}
 _PY_BUILTIN_MATH: dict[object, lt.MathIntrinsic] = {
     builtins.abs: lt.abs, builtins.min: lt.min, builtins.max: lt.max,
 }
@@ -150,7 +158,9 @@ _PY_BUILTINS_USED = frozenset({"abs", "min", "max", "len", "range"})
 # NumPy and math spell some of the language's functions otherwise.
 _HOST_SPELLINGS = {"absolute": "abs", "fabs": "abs", "minimum": "min", "fmin": "min",
                    "maximum": "max", "fmax": "max", "power": "pow", "clip": "clamp",
-                   "where": "select"}
+                   "where": "select", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+                   "arctan2": "atan2", "rint": "round", "around": "round",
+                   "fix": "trunc"}
 
 # The constructs users reach for most, with the name the error message gives them.
 _UNSUPPORTED_STMTS: dict[str, str] = {
@@ -210,6 +220,7 @@ class _Unit:
         self.deferred: list[KernelSyntaxError] = []
         self.ir_locals: list[ir.Local] = []
         self.shared: list[ir.SharedArray] = []
+        self.local_arrays: list[ir.LocalArray] = []
         # Every name the IR may already use: fresh names avoid them.
         self.taken: set[str] = set()
         # Statements an expression needs before the statement it is part of (atomics
@@ -268,7 +279,8 @@ class _KernelBuilder:
         self.comptime_types: dict[str, lt.ScalarType] = {
             n: lt.scalar_type(ir.Elem(v)) for n, v in comptime.items() if isinstance(v, str)}
         self.comptime = {n: v for n, v in comptime.items() if not isinstance(v, str)}
-        self.shared_arrays: dict[str, ir.SharedArray] = {}
+        # The kernel's shared and local arrays, by the name this function gives them.
+        self.shared_arrays: dict[str, ir.SharedArray | ir.LocalArray] = {}
         self.closure = closure_vars(fn)  # a cell not yet filled is undefined
         self.globals: dict[str, Any] = fn.__globals__
         tree = source.tree
@@ -681,35 +693,47 @@ class _KernelBuilder:
         if isinstance(obj, lt.CubeFn):
             self.inline(obj, node, want_value=False)
             return []
-        if obj is lt.shared:
-            raise self.fail(node, "shared() declares memory: assign it to a name, e.g. "
-                                  "`tile = shared(f32, 256)`")
+        if obj is lt.shared or obj is lt.local_array:
+            raise self.fail(node, f"{obj.name}() declares memory: assign it to a name, e.g. "
+                                  f"`{_EXAMPLE_DECL[obj.name]}`")
         return None
 
     def atomic(self, fn: lt.AtomicIntrinsic, node: ast.Call, result: str | None
                ) -> ir.AtomicStmt:
-        """``atomic_<op>(a, i, v)`` (``(a, i, expected, new)`` for compare_exchange)."""
+        """``atomic_<op>(a, i, v)`` (``(a, i, expected, new)`` for compare_exchange,
+        ``(a, i)`` for ``atomic_load``)."""
         cas = fn.op is ir.AtomicOp.COMPARE_EXCHANGE
-        want = 4 if cas else 3
+        want = 2 + fn.operands
         if node.keywords or len(node.args) != want:
-            spelled = "(a, i, expected, new)" if cas else "(a, i, v)"
+            spelled = ("(a, i, expected, new)" if cas else "(a, i)" if want == 2
+                       else "(a, i, v)")
             raise self.fail(node, f"{fn.name}() takes {want} positional arguments: "
                                   f"{fn.name}{spelled}")
+
         ref = self.array_ref(node.args[0])
-        if ref is None:
+        first = node.args[0]
+        if ref is None or (isinstance(first, ast.Name) and isinstance(
+                self.shared_arrays.get(first.id), ir.LocalArray)):
             raise self.fail(node, f"the first argument of {fn.name}() must be an array "
-                                  f"parameter or a shared array, not `{self.seg(node.args[0])}`")
+                                  f"parameter or a shared array, not `{self.seg(first)}`")
         array, elem = ref
-        ok = elem in _ATOMIC_INTS or (elem is ir.Elem.F32 and fn.op is ir.AtomicOp.ADD)
+        float_op = fn.op in (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN)
+        ok = elem in _ATOMIC_INTS or (elem is ir.Elem.F32 and float_op)
         if not ok:
-            allowed = "i32, u32, i64, u64" + (" or f32" if fn.op is ir.AtomicOp.ADD else "")
+            allowed = "i32, u32, i64, u64" + (" or f32" if float_op else "")
             raise self.fail(node, f"{fn.name}() needs an array of {allowed}, but `{array}` "
                                   f"holds {elem.value}")
-        index = self.index(node.args[1])
+        index = self.index(node.args[1], array)
         vals = [self.coerce(self.expr(a), elem, node, a, f"`{array}`'s element")
-                for a in node.args[2:]]
+                for a in node.args[2:]] or [ir.Const(0, elem)]  # a load: an OR of 0
         compare = vals[0] if cas else None
         return ir.AtomicStmt(fn.op, array, index, vals[-1], compare, result)
+
+    def atomic_value(self, fn: lt.AtomicIntrinsic, node: ast.Call) -> None:
+        """Refuse an atomic without a value where its value is used."""
+        if not fn.has_value:
+            raise self.fail(node, f"{fn.name}() has no value: call it as a statement, "
+                                  f"`{self.seg(node)}`")
 
     def stmt_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
         for t in node.targets:
@@ -726,7 +750,8 @@ class _KernelBuilder:
         return out
 
     def special_assign(self, node: ast.Assign) -> list[ir.Stmt] | None:
-        """``tile = shared(T, n)`` and ``old = atomic_op(...)``, or None for the rest."""
+        """``tile = shared(T, n)``, ``acc = local_array(T, n)`` and
+        ``old = atomic_op(...)``, or None for the rest."""
         v = node.value
         if not isinstance(v, ast.Call):
             return None
@@ -734,18 +759,20 @@ class _KernelBuilder:
             obj = self.static(v.func)
         except KernelSyntaxError:
             return None
-        if obj is not lt.shared and not isinstance(obj, lt.AtomicIntrinsic):
+        declares = obj is lt.shared or obj is lt.local_array
+        if not declares and not isinstance(obj, lt.AtomicIntrinsic):
             return None
         if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-            if obj is lt.shared:
-                raise self.fail(node, "shared() must be assigned to one plain name, e.g. "
-                                      "`tile = shared(f32, 256)`")
+            if declares:
+                raise self.fail(node, f"{obj.name}() must be assigned to one plain name, "
+                                      f"e.g. `{_EXAMPLE_DECL[obj.name]}`")
             return None
         name = node.targets[0].id
-        if obj is lt.shared:
-            return self.declare_shared(name, v, node)
+        if declares:
+            return self.declare_array(obj is lt.shared, name, v, node)
         assert isinstance(obj, lt.AtomicIntrinsic)
         self.check_assignable(name, node)
+        self.atomic_value(obj, v)
         stmt = self.atomic(obj, v, None)
         elem = self.shared_or_param_elem(stmt.array)
         info = self.locals.get(name)
@@ -761,7 +788,7 @@ class _KernelBuilder:
 
     def shared_or_param_elem(self, ir_array: str) -> ir.Elem:
         """The element type of an array by its IR name."""
-        for sh in self.unit.shared:
+        for sh in (*self.unit.shared, *self.unit.local_arrays):
             if sh.name == ir_array:
                 return sh.elem
         for p in self.params.values():
@@ -769,38 +796,48 @@ class _KernelBuilder:
                 return p.elem
         raise AssertionError(ir_array)
 
-    def declare_shared(self, name: str, call: ast.Call, node: ast.stmt) -> list[ir.Stmt]:
+    def declare_array(self, shared: bool, name: str, call: ast.Call, node: ast.stmt
+                      ) -> list[ir.Stmt]:
         """``name = shared(T, size)``: a SharedArray of the kernel (and a marker, so the
-        uniformity analysis can check where it was declared)."""
+        uniformity analysis can check where it was declared); ``name =
+        local_array(T, size)``: a LocalArray."""
+        fn, kind = ("shared", "shared array") if shared else ("local_array", "local array")
         if call.keywords or len(call.args) != 2:
-            raise self.fail(call, "shared() takes 2 arguments: shared(T, size), e.g. "
-                                  "shared(f32, 256)")
+            raise self.fail(call, f"{fn}() takes 2 arguments: {fn}(T, size), e.g. "
+                                  f"{fn}(f32, 256)")
         if name in self.shared_arrays:
-            raise self.fail(node, f"shared array `{name}` is declared twice: a shared array "
-                                  "is declared once (it is the same memory on every path)")
+            raise self.fail(node, f"{kind} `{name}` is declared twice: a {kind} is declared "
+                                  "once (it is the same memory on every path)")
         if name in self.locals or name in self.params or name in self.comptime \
                 or name in self.comptime_types:
-            raise self.fail(node, f"`{name}` is already a variable or parameter; a shared "
-                                  "array needs a name of its own")
+            raise self.fail(node, f"`{name}` is already a variable or parameter; a {kind} "
+                                  "needs a name of its own")
         t_node, size_node = call.args
         t = self.static_type(t_node)
         if t is None:
-            raise self.fail(t_node, f"the first argument of shared() must be a scalar type "
+            raise self.fail(t_node, f"the first argument of {fn}() must be a scalar type "
                                     f"such as f32, not `{self.seg(t_node)}`")
         size = self.expr(size_node)
         if not isinstance(size, (Weak, ir.Const)) or isinstance(size.value, bool) \
                 or not isinstance(size.value, int):
-            raise self.fail(size_node, f"the size of a shared array must be an integer "
+            raise self.fail(size_node, f"the size of a {kind} must be an integer "
                                        f"constant (a literal, global or comptime value), not "
                                        f"`{self.seg(size_node)}`{self.describe_vars(size_node)}")
         if size.value <= 0:
-            raise self.fail(size_node, f"the size of a shared array must be positive, got "
+            raise self.fail(size_node, f"the size of a {kind} must be positive, got "
                                        f"{size.value}")
-        arr = ir.SharedArray(self.ir_name(name), t.elem, int(size.value))
+        if shared:
+            arr: ir.SharedArray | ir.LocalArray = ir.SharedArray(
+                self.ir_name(name), t.elem, int(size.value))
+            self.unit.shared.append(arr)
+        else:
+            arr = ir.LocalArray(self.ir_name(name), t.elem, int(size.value))
+            self.unit.local_arrays.append(arr)
         self.unit.taken.add(arr.name)
-        self.unit.shared.append(arr)
         self.shared_arrays[name] = arr
-        return [Marker(name)]  # type: ignore[list-item]
+        # Only shared memory is the same for every unit: the marker lets the
+        # uniformity analysis check where it was declared.
+        return [Marker(name)] if shared else []  # type: ignore[list-item]
 
     def static_type(self, node: ast.expr) -> lt.ScalarType | None:
         """The scalar type ``node`` names (``f32``, a comptime dtype), or None."""
@@ -845,7 +882,7 @@ class _KernelBuilder:
             current = self.read_name(target.id, target)
         elif isinstance(target, ast.Subscript):
             array, elem = self.array_of(target)
-            current = ir.Load(array, self.index(target.slice), elem)
+            current = ir.Load(array, self.index(target.slice, array), elem)
         else:
             raise self.fail(target, f"cannot assign to `{self.seg(target)}` in a kernel")
         value = self.expr(node.value)
@@ -859,7 +896,7 @@ class _KernelBuilder:
             return self.assign_name(target.id, value, node, value_node)
         if isinstance(target, ast.Subscript):
             array, elem = self.array_of(target)
-            index = self.index(target.slice)
+            index = self.index(target.slice, array)
             self.meet(value, elem, node)
             if isinstance(value, Weak):
                 try:
@@ -888,8 +925,9 @@ class _KernelBuilder:
         if name in self.comptime or name in self.comptime_types:
             raise self.fail(node, f"cannot assign to comptime parameter `{name}`")
         if name in self.shared_arrays:
-            raise self.fail(node, f"cannot assign to shared array `{name}`: store into its "
-                                  f"elements instead (`{name}[i] = ...`)")
+            raise self.fail(node, f"cannot assign to {_kind(self.shared_arrays[name])} "
+                                  f"`{name}`: store into its elements instead "
+                                  f"(`{name}[i] = ...`)")
         if name in self.loop_vars:
             raise self.fail(node, f"cannot assign to `{name}` inside the loop it counts")
 
@@ -1163,8 +1201,8 @@ class _KernelBuilder:
                 return self.derived(var, self.unit.weak.find(info.ir_name))
             return var
         if name in self.shared_arrays:
-            raise self.fail(node, f"shared array `{name}` can only be indexed (`{name}[i]`), "
-                                  "passed to len() or to a cube_fn")
+            raise self.fail(node, f"{_kind(self.shared_arrays[name])} `{name}` can only be "
+                                  f"indexed (`{name}[i]`), passed to len() or to a cube_fn")
         if name in self.comptime_types:
             raise self.fail(node, f"`{name}` is a comptime dtype (a type): call it to cast, "
                                   f"e.g. {name}(x)")
@@ -1191,8 +1229,8 @@ class _KernelBuilder:
         return self.value_of_object(self.static(node), node)
 
     def array_ref(self, base: ast.expr) -> tuple[str, ir.Elem] | None:
-        """The IR name and element type of the array parameter or shared array ``base``
-        names, or None."""
+        """The IR name and element type of the array parameter, shared or local array
+        ``base`` names, or None."""
         if isinstance(base, ast.Name) and base.id not in self.locals:
             sh = self.shared_arrays.get(base.id)
             if sh is not None:
@@ -1210,13 +1248,13 @@ class _KernelBuilder:
         if isinstance(node.value, ast.Call):
             self.expr(node.value)  # a misplaced shared() or a bad call says so first
         raise self.fail(node, f"`{self.seg(node.value)}` is not an array: only array "
-                              "parameters and shared arrays can be indexed")
+                              "parameters, shared arrays and local arrays can be indexed")
 
-    def index(self, node: ast.expr) -> ir.Expr:
-        """An index expression: an integer of any integer type."""
+    def index(self, node: ast.expr, array: str) -> ir.Expr:
+        """An index into ``array`` (its IR name): an integer of any integer type, or for
+        an array parameter a tuple of them, one per dimension (see :meth:`multi_index`)."""
         if isinstance(node, ast.Tuple):
-            raise self.fail(node, "multi-dimensional indexing is not supported: compute a "
-                                  "linear index")
+            return self.multi_index(node, array)
         if isinstance(node, ast.Slice):
             raise self.fail(node, "slices are not supported in kernels")
         v = self.expr(node)
@@ -1237,17 +1275,52 @@ class _KernelBuilder:
                                   f"e.g. u32({self.seg(node)})")
         return v
 
+    def multi_index(self, node: ast.Tuple, array: str) -> ir.Expr:
+        """``a[i, j, ...]`` of an array parameter: the element at ``i * a.stride[0] + j *
+        a.stride[1] + ...``. The sum is computed in the widest type of the typed indices
+        (signed if any is; u32 when all are literals or weak, which take that type), so a
+        negative index stays negative and, in checked mode, reads 0."""
+        if array not in self.params:
+            raise self.fail(node, f"`{array}` has one dimension: index it with one integer")
+        if not node.elts:
+            raise self.fail(node, "an index needs at least one integer")
+        parts = [self.index(e, array) for e in node.elts]
+        typed = [p.type for p in parts if not isinstance(p, ir.Const)
+                 and self.weak_of(p) is None] or [ir.Elem.U32]
+        bits = builtins.max(t.bits for t in typed)
+        signed = builtins.any(t.is_signed for t in typed)
+        t = {(32, False): ir.Elem.U32, (32, True): ir.Elem.I32, (64, False): ir.Elem.U64,
+             (64, True): ir.Elem.I64}[bits, signed]
+        flat: ir.Expr | None = None
+        for dim, (p, e) in enumerate(zip(parts, node.elts, strict=True)):
+            if isinstance(p, ir.Const):
+                try:
+                    p = fold_cast(p.value, t)
+                except TypeRuleError as err:
+                    self.rule_error(e, err, e)
+            else:
+                self.meet(p, t, e)
+                if p.type is not t:
+                    p = ir.Cast(p, t)
+            stride: ir.Expr = ir.Stride(array, dim)
+            if t is not ir.Elem.U32:
+                stride = ir.Cast(stride, t)
+            term = ir.Binary(ir.BinOp.MUL, p, stride, t)
+            flat = term if flat is None else ir.Binary(ir.BinOp.ADD, flat, term, t)
+        assert flat is not None
+        return flat
+
     def expr_Subscript(self, node: ast.Subscript) -> Value:
         base = node.value
         if isinstance(base, ast.Attribute) and base.attr in ("shape", "stride"):
             return self.shape_or_stride(base, node)
         array, elem = self.array_of(node)
-        return ir.Load(array, self.index(node.slice), elem)
+        return ir.Load(array, self.index(node.slice, array), elem)
 
     def shape_or_stride(self, attr: ast.Attribute, node: ast.Subscript) -> Value:
         """``a.shape[d]`` / ``a.stride[d]`` of an array parameter (``u32``)."""
         ref = self.array_ref(attr.value)
-        if ref is None or ref[0] in {sh.name for sh in self.unit.shared}:
+        if ref is None or ref[0] not in {p.name for p in self.params.values()}:
             raise self.fail(node, f"`.{attr.attr}` needs an array parameter, not "
                                   f"`{self.seg(attr.value)}`")
         d = self.expr(node.slice) if not isinstance(node.slice, ast.Slice) else None
@@ -1427,6 +1500,7 @@ class _KernelBuilder:
                                   f"(`{self.seg(node)}`)")
         if isinstance(obj, lt.AtomicIntrinsic):
             # Inside a larger expression: the atomic runs first, into a fresh local.
+            self.atomic_value(obj, node)
             st = self.atomic(obj, node, None)
             tmp = self.temp(f"{obj.name}_old", self.shared_or_param_elem(st.array))
             self.unit.pending.append(ir.AtomicStmt(st.op, st.array, st.index, st.value,
@@ -1436,9 +1510,11 @@ class _KernelBuilder:
             return self.call_plane(obj, node)
         if obj is lt.sync_cube:
             raise self.fail(node, "sync_cube() is a statement: it has no value")
-        if obj is lt.shared:
-            raise self.fail(node, "shared() must be the whole right-hand side of an "
-                                  "assignment: `tile = shared(f32, 256)`")
+        if obj is lt.shared or obj is lt.local_array:
+            raise self.fail(node, f"{obj.name}() must be the whole right-hand side of an "
+                                  f"assignment: `{_EXAMPLE_DECL[obj.name]}`")
+        if obj is lt.bitcast:
+            return self.call_bitcast(node)
         if isinstance(obj, lt.ScalarType):
             return self.call_cast(obj, node)
         if isinstance(obj, lt.MathIntrinsic):
@@ -1490,6 +1566,59 @@ class _KernelBuilder:
             return copy.copy(v) if self.weak_of(v) is not None else v
         return ir.Cast(v, t.elem)
 
+    def call_bitcast(self, node: ast.Call) -> Value:
+        """``bitcast(x, T)``: ``x``'s bits as ``T``, of the same width; a literal is
+        taken at ``T``'s width (a float literal as that float, an int one as that
+        unsigned or, when negative, signed integer)."""
+        if len(node.args) != 2:
+            raise self.fail(node, "bitcast() takes 2 arguments: bitcast(x, T), e.g. "
+                                  "bitcast(x, u32)")
+        x_node, t_node = node.args
+        t = self.static_type(t_node)
+        if t is None or t.elem in (ir.Elem.BOOL, ir.Elem.F16):
+            raise self.fail(t_node, f"the second argument of bitcast() must be one of f32, "
+                                    f"i32, u32, f64, i64, u64, not `{self.seg(t_node)}`")
+        v = self.expr(x_node)
+        if isinstance(v, Weak):
+            width = t.elem.bits
+            if v.kind == "float":
+                src = ir.Elem.F32 if width == 32 else ir.Elem.F64
+            elif v.kind == "int":
+                unsigned = ir.Elem.U32 if width == 32 else ir.Elem.U64
+                signed = ir.Elem.I32 if width == 32 else ir.Elem.I64
+                src = signed if int(v.value) < 0 else unsigned
+            else:
+                raise self.fail(x_node, "bitcast() needs a number, got a bool")
+            try:
+                v = const_of(v, src)
+            except TypeRuleError as err:
+                self.rule_error(node, err, x_node)
+        if v.type in (ir.Elem.BOOL, ir.Elem.F16) or v.type.bits != t.elem.bits:
+            raise self.fail(node, f"bitcast() keeps the width: `{self.seg(x_node)}` is "
+                                  f"{v.type.value} ({v.type.bits} bits) and {t.name} has "
+                                  f"{t.elem.bits}{self.describe_vars(x_node)}")
+        if v.type is t.elem:
+            return v
+        return ir.Bitcast(concrete(v), t.elem)
+
+    def call_powi(self, fn: lt.MathIntrinsic, node: ast.Call) -> Value:
+        """``powi(x, n)``: a float ``x`` (a literal one is f32) to an integer power
+        ``n``, taken as ``i32``."""
+        if len(node.args) != 2:
+            raise self.fail(node, f"powi() takes 2 arguments, got {len(node.args)}")
+        x_node, n_node = node.args
+        x = self.expr(x_node)
+        if isinstance(x, Weak):
+            if x.kind != "float":
+                raise self.fail(x_node, f"powi() needs a float base, got `{self.seg(x_node)}`; "
+                                        "write a float literal such as 2.0")
+            x = const_of(x, ir.Elem.F32)
+        if not x.type.is_float:
+            raise self.fail(x_node, f"powi() needs a float base, got {x.type.value} "
+                                    f"`{self.seg(x_node)}`{self.describe_vars(x_node)}")
+        n = self.coerce(self.expr(n_node), ir.Elem.I32, node, n_node, "powi()'s exponent")
+        return self.derived(ir.Math(fn.fn, (x, n), x.type), self.weak_of(x))
+
     def call_len(self, node: ast.Call) -> Value:
         """``len(a)`` of an array parameter (u32)."""
         if len(node.args) != 1:
@@ -1505,7 +1634,8 @@ class _KernelBuilder:
                               f"`{self.seg(arg)}`")
 
     def call_plane(self, fn: lt.PlaneIntrinsic, node: ast.Call) -> Value:
-        """``plane_sum(x)``, ``plane_max(x)``, ``plane_broadcast(x, lane)``."""
+        """``plane_<fn>(x)``, and ``plane_broadcast(x, lane)``,
+        ``plane_shuffle_xor(x, mask)``; ``all``, ``any``, ``ballot`` of a bool."""
         if len(node.args) != fn.arity:
             spelled = "(x, lane)" if fn.arity == 2 else "(x)"
             raise self.fail(node, f"{fn.name}() takes {fn.arity} argument"
@@ -1515,26 +1645,33 @@ class _KernelBuilder:
             x = concrete(v)
         except TypeRuleError as err:
             self.rule_error(node, err, node.args[0])
-        if fn.fn is not ir.PlaneFn.BROADCAST and x.type is ir.Elem.BOOL:
+        takes_bool = fn.fn in (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
+        with_lane = fn.fn in (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR)
+        if takes_bool and x.type is not ir.Elem.BOOL:
+            raise self.fail(node, f"{fn.name}() needs a bool, got {x.type.value} in "
+                                  f"`{self.seg(node)}`; compare it, e.g. "
+                                  f"{fn.name}({self.seg(node.args[0])} > 0)")
+        if not takes_bool and not with_lane and x.type is ir.Elem.BOOL:
             raise self.fail(node, f"{fn.name}() needs a number, got bool in "
                                   f"`{self.seg(node)}`")
         lane: ir.Expr | None = None
-        if fn.fn is ir.PlaneFn.BROADCAST:
+        if with_lane:
             lv = self.expr(node.args[1])
             if isinstance(lv, Weak):
                 if lv.kind != "int" or int(lv.value) < 0:
-                    raise self.fail(node.args[1], "the lane of plane_broadcast() must be a "
+                    raise self.fail(node.args[1], f"the lane of {fn.name}() must be a "
                                                   "non-negative integer")
                 try:
                     lane = const_of(lv, ir.Elem.U32)
                 except TypeRuleError as err:
                     self.rule_error(node, err, node.args[1])
             elif not lv.type.is_int:
-                raise self.fail(node.args[1], f"the lane of plane_broadcast() must be an "
+                raise self.fail(node.args[1], f"the lane of {fn.name}() must be an "
                                               f"integer, got {lv.type.value}")
             else:
                 lane = lv
-        return ir.PlaneOp(fn.fn, x, lane, x.type)
+        return ir.PlaneOp(fn.fn, x, lane,
+                          ir.Elem.U32 if fn.fn is ir.PlaneFn.BALLOT else x.type)
 
     def inline(self, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Value | None:
         """Inline a call to a helper: its statements go before the current statement
@@ -1687,6 +1824,8 @@ class _KernelBuilder:
             count = f"at least {fn.arity}" if fn.variadic else str(fn.arity)
             raise self.fail(node, f"{fn.name}() takes {count} argument"
                                   f"{'s' if fn.arity != 1 else ''}, got {n}")
+        if fn.fn is ir.MathFn.POWI:
+            return self.call_powi(fn, node)
         values = [self.expr(a) for a in node.args]
         # The arguments meet one another: a typed one, if any, gives weak ones its type.
         typed = [v for v in values if not isinstance(v, Weak)]
@@ -1701,7 +1840,7 @@ class _KernelBuilder:
                     m = Mismatch(elem.value, v.type.value, elem)
                     self.mismatch(node, m, *node.args)
                 elem = v.type
-        numeric = fn.fn in _NUMERIC_MATH
+        numeric, integral = fn.fn in _NUMERIC_MATH, fn.fn in _INT_MATH
         if elem is None:
             kinds = {v.kind for v in values if isinstance(v, Weak)}
             if "bool" in kinds:
@@ -1710,11 +1849,15 @@ class _KernelBuilder:
             if numeric and kinds == {"int"}:
                 return Weak(_fold_int_math(fn.fn, [int(v.value) for v in values
                                                    if isinstance(v, Weak)]))
-            if not numeric and "int" in kinds:
+            if integral and "float" in kinds:
+                raise self.fail(node, f"{fn.name}() needs integers, got a float literal in "
+                                      f"`{self.seg(node)}`")
+            if not numeric and not integral and "int" in kinds:
                 raise self.fail(node, f"{fn.name}() needs float arguments, got an int literal "
                                       f"in `{self.seg(node)}`; write a float literal such as "
                                       "2.0")
-            elem = ir.Elem.F32
+            # Bits depend on the width: a literal's are an i32's, as everywhere else.
+            elem = ir.Elem.I32 if integral else ir.Elem.F32
         args: list[ir.Expr] = []
         for v, a in zip(values, node.args, strict=True):
             if isinstance(v, Weak):
@@ -1731,11 +1874,15 @@ class _KernelBuilder:
         if elem is ir.Elem.BOOL:
             raise self.fail(node, f"{fn.name}() needs numbers, got bool in "
                                   f"`{self.seg(node)}`{self.describe_vars(*node.args)}")
-        if not numeric and not elem.is_float:
+        if integral and not elem.is_int:
+            raise self.fail(node, f"{fn.name}() needs integers, got {elem.value} in "
+                                  f"`{self.seg(node)}`{self.describe_vars(*node.args)}")
+        if not numeric and not integral and not elem.is_float:
             raise self.fail(node, f"{fn.name}() needs floats, got {elem.value} in "
                                   f"`{self.seg(node)}`{self.describe_vars(*node.args)}; cast "
                                   f"the argument, e.g. {fn.name}(f32({self.seg(node.args[0])}))")
-        result = ir.Elem.BOOL if fn.fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF) else elem
+        result = (ir.Elem.BOOL if fn.fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF)
+                  else ir.Elem.U32 if fn.fn in _COUNTING_MATH else elem)
         root = next((r for r in map(self.weak_of, typed) if r is not None), None)
         if fn.variadic and len(args) > 2:
             acc: ir.Expr = args[0]
@@ -1761,9 +1908,16 @@ def _kernel_counterpart(obj: object) -> str | None:
     return name if isinstance(ours, lt.MathIntrinsic) or ours is lt.select else None
 
 
+def _kind(arr: ir.SharedArray | ir.LocalArray) -> str:
+    """What a kernel calls a declared array, in messages."""
+    return "shared array" if isinstance(arr, ir.SharedArray) else "local array"
+
+
 def _fold_int_math(fn: ir.MathFn, xs: list[int]) -> int:
     if fn is ir.MathFn.ABS:
         return builtins.abs(xs[0])
+    if fn is ir.MathFn.SIGN:
+        return (xs[0] > 0) - (xs[0] < 0)
     if fn is ir.MathFn.MIN:
         return builtins.min(xs)
     if fn is ir.MathFn.MAX:

@@ -19,9 +19,11 @@ __all__ = [
     "KernelOnlyError", "ScalarType", "ArrayType", "ComptimeType", "Array", "Comptime",
     "BuiltinVar", "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic",
     "SCALAR_TYPES", "TypeRef", "dtype", "scalar_type", "CubeFn", "cube_fn",
-    "shared", "sync_cube", "atomic_add", "atomic_sub", "atomic_max", "atomic_min",
-    "atomic_exchange", "atomic_compare_exchange", "plane_sum", "plane_max",
-    "plane_broadcast",
+    "shared", "local_array", "bitcast", "sync_cube", "atomic_add", "atomic_sub",
+    "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_load",
+    "atomic_store", "atomic_exchange", "atomic_compare_exchange", "plane_sum",
+    "plane_max", "plane_broadcast", "plane_min", "plane_prod", "plane_all", "plane_any",
+    "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot", "plane_shuffle_xor",
     "f16", "f32", "f64", "i32", "i64", "u32", "u64", "bool_",
     "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z",
     "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z",
@@ -30,7 +32,10 @@ __all__ = [
     "CUBE_COUNT", "CUBE_COUNT_X", "CUBE_COUNT_Y", "CUBE_COUNT_Z",
     "PLANE_DIM", "UNIT_POS_PLANE",
     "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil",
-    "pow", "fma", "min", "max", "clamp", "isnan", "isinf", "select",
+    "pow", "fma", "min", "max", "clamp", "isnan", "isinf", "tan", "asin", "acos", "atan",
+    "atan2", "sinh", "cosh", "log2", "exp2", "log1p", "expm1", "round", "trunc", "sign",
+    "copysign", "hypot", "rhypot", "powi", "count_ones", "reverse_bits", "leading_zeros",
+    "trailing_zeros", "find_first_set", "mul_hi", "saturating_add", "saturating_sub", "select",
 ]
 
 
@@ -278,6 +283,50 @@ clamp = MathIntrinsic(ir.MathFn.CLAMP, 3,
 isnan = MathIntrinsic(ir.MathFn.ISNAN, 1, "Math function: whether x is NaN (floats -> bool).")
 isinf = MathIntrinsic(ir.MathFn.ISINF, 1,
                       "Math function: whether x is infinite (floats -> bool).")
+tan = MathIntrinsic(ir.MathFn.TAN, 1, "Math function: tangent (floats).")
+asin = MathIntrinsic(ir.MathFn.ASIN, 1, "Math function: arc sine (floats).")
+acos = MathIntrinsic(ir.MathFn.ACOS, 1, "Math function: arc cosine (floats).")
+atan = MathIntrinsic(ir.MathFn.ATAN, 1, "Math function: arc tangent (floats).")
+atan2 = MathIntrinsic(ir.MathFn.ATAN2, 2, "Math function: atan2(y, x), the angle of the "
+                      "point (x, y), in [-pi, pi] (floats).")
+sinh = MathIntrinsic(ir.MathFn.SINH, 1, "Math function: hyperbolic sine (floats).")
+cosh = MathIntrinsic(ir.MathFn.COSH, 1, "Math function: hyperbolic cosine (floats).")
+log2 = MathIntrinsic(ir.MathFn.LOG2, 1, "Math function: base-2 logarithm (floats).")
+exp2 = MathIntrinsic(ir.MathFn.EXP2, 1, "Math function: 2**x (floats).")
+log1p = MathIntrinsic(ir.MathFn.LOG1P, 1, "Math function: log(1 + x), exact for small x "
+                      "(floats).")
+expm1 = MathIntrinsic(ir.MathFn.EXPM1, 1, "Math function: exp(x) - 1, exact for small x "
+                      "(floats).")
+round = MathIntrinsic(ir.MathFn.ROUND, 1, "Math function: the nearest integer, halves to "
+                      "even, as NumPy's round (floats).")
+trunc = MathIntrinsic(ir.MathFn.TRUNC, 1, "Math function: round toward zero (floats).")
+sign = MathIntrinsic(ir.MathFn.SIGN, 1, "Math function: 1 for x > 0, -1 for x < 0, else x "
+                     "itself (0, -0.0, NaN) (any numeric type).")
+copysign = MathIntrinsic(ir.MathFn.COPYSIGN, 2, "Math function: copysign(x, y) is |x| with "
+                         "the sign bit of y (floats).")
+hypot = MathIntrinsic(ir.MathFn.HYPOT, 2, "Math function: hypot(x, y) = sqrt(x*x + y*y), "
+                      "without overflow on the way (floats).")
+rhypot = MathIntrinsic(ir.MathFn.RHYPOT, 2, "Math function: rhypot(x, y) = 1 / hypot(x, y) "
+                      "(floats).")
+powi = MathIntrinsic(ir.MathFn.POWI, 2, "Math function: powi(x, n) = x**n for a float x and "
+                     "an i32 n.")
+count_ones = MathIntrinsic(ir.MathFn.COUNT_ONES, 1, "Bit function: the number of set bits "
+                           "of an integer (u32).")
+reverse_bits = MathIntrinsic(ir.MathFn.REVERSE_BITS, 1, "Bit function: an integer's bits in "
+                             "reverse order (its type).")
+leading_zeros = MathIntrinsic(ir.MathFn.LEADING_ZEROS, 1, "Bit function: the zero bits above "
+                              "the highest set bit of an integer, its width for 0 (u32).")
+trailing_zeros = MathIntrinsic(ir.MathFn.TRAILING_ZEROS, 1, "Bit function: the zero bits "
+                               "below the lowest set bit of an integer, its width for 0 "
+                               "(u32).")
+find_first_set = MathIntrinsic(ir.MathFn.FIND_FIRST_SET, 1, "Bit function: 1 + the index of "
+                               "the lowest set bit of an integer, 0 for 0 (u32).")
+mul_hi = MathIntrinsic(ir.MathFn.MUL_HI, 2, "Integer function: mul_hi(a, b) is the high half "
+                       "of the full product of two integers of one type.")
+saturating_add = MathIntrinsic(ir.MathFn.SATURATING_ADD, 2, "Integer function: a + b clamped "
+                               "to the type's range instead of wrapping.")
+saturating_sub = MathIntrinsic(ir.MathFn.SATURATING_SUB, 2, "Integer function: a - b clamped "
+                               "to the type's range instead of wrapping.")
 select = Intrinsic("select", "Kernel function: select(cond, a, b) is a where cond holds, "
                    "else b; both sides are evaluated.")
 
@@ -289,6 +338,14 @@ shared = Intrinsic("shared", "Kernel function: ``tile = shared(T, size)`` declar
                    "``size`` elements of ``T`` shared by the units of one cube (cube-local "
                    "memory, uninitialised). ``size`` is a positive compile-time constant; "
                    "the declaration must be the whole right-hand side of an assignment.")
+local_array = Intrinsic("local_array", "Kernel function: ``acc = local_array(T, size)`` "
+                        "declares ``size`` elements of ``T`` that each unit has for itself "
+                        "(registers or private memory), all 0 at the start. ``size`` is a "
+                        "positive compile-time constant; the declaration must be the whole "
+                        "right-hand side of an assignment.")
+bitcast = Intrinsic("bitcast", "Kernel function: ``bitcast(x, T)`` is the bits of ``x`` read "
+                    "as type ``T`` of the same width (f32, i32, u32; f64, i64, u64), as "
+                    "NumPy's ``view``.")
 sync_cube = Intrinsic("sync_cube", "Kernel function: a barrier. Every unit of the cube waits "
                       "until all have reached it; shared-memory writes before it are then "
                       "visible to all. Must be reached by all units of a cube (not under a "
@@ -298,12 +355,17 @@ sync_cube = Intrinsic("sync_cube", "Kernel function: a barrier. Every unit of th
 class AtomicIntrinsic(Intrinsic):
     """An atomic read-modify-write of one array element, lowered to ``ir.AtomicStmt``.
 
-    Each returns the element's old value.
+    Each returns the element's old value, but ``atomic_store``. ``name`` is given
+    where it is not ``atomic_<op>``: ``atomic_load`` (an ``OR`` of 0, so ``operands``
+    is 0) and ``atomic_store`` (an ``EXCHANGE`` whose old value is not kept).
     """
 
-    def __init__(self, op: ir.AtomicOp, doc: str) -> None:
-        super().__init__(f"atomic_{op.value}", doc)
+    def __init__(self, op: ir.AtomicOp, doc: str, name: str | None = None,
+                 operands: int = 1) -> None:
+        super().__init__(name or f"atomic_{op.value}", doc)
         self.op = op
+        self.operands = 2 if op is ir.AtomicOp.COMPARE_EXCHANGE else operands
+        self.has_value = self.name != "atomic_store"
 
 
 atomic_add = AtomicIntrinsic(ir.AtomicOp.ADD, "Atomic: ``old = atomic_add(a, i, v)`` adds "
@@ -312,9 +374,22 @@ atomic_add = AtomicIntrinsic(ir.AtomicOp.ADD, "Atomic: ``old = atomic_add(a, i, 
 atomic_sub = AtomicIntrinsic(ir.AtomicOp.SUB, "Atomic: ``atomic_sub(a, i, v)`` subtracts "
                              "``v`` from ``a[i]`` (integers); returns the old value.")
 atomic_max = AtomicIntrinsic(ir.AtomicOp.MAX, "Atomic: ``atomic_max(a, i, v)`` stores the "
-                             "larger of ``a[i]`` and ``v`` (integers); returns the old value.")
+                             "larger of ``a[i]`` and ``v`` (integers, or f32 as max() has "
+                             "it); returns the old value.")
 atomic_min = AtomicIntrinsic(ir.AtomicOp.MIN, "Atomic: ``atomic_min(a, i, v)`` stores the "
-                             "smaller of ``a[i]`` and ``v`` (integers); returns the old value.")
+                             "smaller of ``a[i]`` and ``v`` (integers, or f32 as min() has "
+                             "it); returns the old value.")
+atomic_and = AtomicIntrinsic(ir.AtomicOp.AND, "Atomic: ``atomic_and(a, i, v)`` stores "
+                             "``a[i] & v`` (integers); returns the old value.")
+atomic_or = AtomicIntrinsic(ir.AtomicOp.OR, "Atomic: ``atomic_or(a, i, v)`` stores ``a[i] | v`` "
+                            "(integers); returns the old value.")
+atomic_xor = AtomicIntrinsic(ir.AtomicOp.XOR, "Atomic: ``atomic_xor(a, i, v)`` stores "
+                             "``a[i] ^ v`` (integers); returns the old value.")
+atomic_load = AtomicIntrinsic(ir.AtomicOp.OR, "Atomic: ``atomic_load(a, i)`` reads ``a[i]`` "
+                              "atomically (integers).", name="atomic_load", operands=0)
+atomic_store = AtomicIntrinsic(ir.AtomicOp.EXCHANGE, "Atomic: ``atomic_store(a, i, v)`` "
+                               "writes ``v`` to ``a[i]`` atomically (integers); it has no "
+                               "value.", name="atomic_store")
 atomic_exchange = AtomicIntrinsic(ir.AtomicOp.EXCHANGE, "Atomic: ``atomic_exchange(a, i, v)`` "
                                   "stores ``v`` (integers); returns the old value.")
 atomic_compare_exchange = AtomicIntrinsic(
@@ -341,6 +416,27 @@ plane_max = PlaneIntrinsic(ir.PlaneFn.MAX, 1, "Plane op: the largest ``x`` over 
 plane_broadcast = PlaneIntrinsic(ir.PlaneFn.BROADCAST, 2, "Plane op: "
                                  "``plane_broadcast(x, lane)`` is ``x`` as unit ``lane`` of "
                                  "this plane holds it (``lane`` uniform in the plane).")
+plane_min = PlaneIntrinsic(ir.PlaneFn.MIN, 1, "Plane op: the smallest ``x`` over the active "
+                           "units of this unit's plane (numbers).")
+plane_prod = PlaneIntrinsic(ir.PlaneFn.PROD, 1, "Plane op: the product of ``x`` over the "
+                            "active units of this unit's plane (numbers).")
+plane_all = PlaneIntrinsic(ir.PlaneFn.ALL, 1, "Plane op: whether ``c`` holds in every active "
+                           "unit of this unit's plane (bool).")
+plane_any = PlaneIntrinsic(ir.PlaneFn.ANY, 1, "Plane op: whether ``c`` holds in some active "
+                           "unit of this unit's plane (bool).")
+plane_inclusive_sum = PlaneIntrinsic(ir.PlaneFn.INCLUSIVE_SUM, 1, "Plane op: the sum of "
+                                     "``x`` over the active units of this plane up to this "
+                                     "one, itself included (numbers).")
+plane_exclusive_sum = PlaneIntrinsic(ir.PlaneFn.EXCLUSIVE_SUM, 1, "Plane op: the sum of "
+                                     "``x`` over the active units of this plane before this "
+                                     "one; 0 for the first (numbers).")
+plane_ballot = PlaneIntrinsic(ir.PlaneFn.BALLOT, 1, "Plane op: a u32 with bit ``k`` set where "
+                              "unit ``k`` of the plane is active and ``c`` holds there (units "
+                              "past 31 are not represented).")
+plane_shuffle_xor = PlaneIntrinsic(ir.PlaneFn.SHUFFLE_XOR, 2, "Plane op: "
+                                   "``plane_shuffle_xor(x, mask)`` is ``x`` as unit "
+                                   "``UNIT_POS_PLANE ^ mask`` holds it (unspecified if that "
+                                   "unit is inactive or past the plane).")
 
 
 # ---------------------------------------------------------------- helpers

@@ -6,12 +6,16 @@
 - :class:`CEmitter`: the lowering of C-like languages, spelled by a :class:`CDialect`;
   :class:`StandardC` spells every hook as C99 does, for a dialect to subclass (the
   OpenCL C, CUDA C++ and GLSL backends are dialects).
+- :class:`InfoLayout`: the words a launch passes besides its arrays (scalars, lengths,
+  shapes, strides, the cube count), and :func:`fold_count` for a cube count past a
+  per-axis dispatch limit (:meth:`CEmitter.fold_grid` is the kernel's side).
 
 Backend authors import these from :mod:`cubecl_server.backend`.
 """
 
 from cubecl_server.lowering.cfamily import UNSIGNED, ArrayRef, CDialect, CEmitter, StandardC
+from cubecl_server.lowering.info import InfoEntry, InfoLayout, InfoWords, fold_count
 from cubecl_server.lowering.structured import StructuredEmitter, mangle
 
 __all__ = ["StructuredEmitter", "mangle", "CEmitter", "CDialect", "StandardC", "ArrayRef",
-           "UNSIGNED"]
+           "UNSIGNED", "InfoEntry", "InfoLayout", "InfoWords", "fold_count"]

@@ -8,8 +8,9 @@ arithmetic wraps, integer ``//`` and ``%`` by zero give 0 and ``MIN // -1`` wrap
 shift amounts are taken modulo the width, ``and``/``or`` are ``&&``/``||``, both
 sides of ``select`` are evaluated where one holds a plane operation), checked mode
 (a load outside reads 0; a store or atomic outside is dropped, its operands evaluated
-first so plane operations in them see every active unit), zero-initialised locals and
-shared memory, and the launch-grid builtins derived from the few a target has.
+first so plane operations in them see every active unit), zero-initialised locals,
+local arrays and shared memory, ``sign`` of every numeric type, and the launch-grid
+builtins derived from the few a target has.
 
 A :class:`CDialect` supplies only the spellings: type names and literals, casts and
 bit casts, math functions, the builtins, metadata, atomics, plane operations,
@@ -50,20 +51,28 @@ _BUILTIN_ORDER = (
     B.UNIT_POS_PLANE,
 )
 _CUBE_DIMS = (B.CUBE_DIM_X, B.CUBE_DIM_Y, B.CUBE_DIM_Z, B.CUBE_DIM)
-# The C99 name of each math function the IR has on floats.
-_FLOAT_FNS = {ir.MathFn.ABS: "fabs", ir.MathFn.MIN: "fmin", ir.MathFn.MAX: "fmax"}
+# The integer functions: written here portably, unless the dialect has its own.
+_INT_FNS = (ir.MathFn.COUNT_ONES, ir.MathFn.REVERSE_BITS, ir.MathFn.LEADING_ZEROS,
+            ir.MathFn.TRAILING_ZEROS, ir.MathFn.FIND_FIRST_SET, ir.MathFn.MUL_HI,
+            ir.MathFn.SATURATING_ADD, ir.MathFn.SATURATING_SUB)
+# The C99 name of each math function the IR has on floats, where it is not the IR's.
+_FLOAT_FNS = {ir.MathFn.ABS: "fabs", ir.MathFn.MIN: "fmin", ir.MathFn.MAX: "fmax",
+              ir.MathFn.ROUND: "rint"}
 
 
 @dataclass(frozen=True)
 class ArrayRef:
-    """An array as the body reaches it: an array parameter or a shared array."""
+    """An array as the body reaches it: an array parameter, a shared or a local array."""
 
     name: str
     """Its IR name."""
     text: str
-    """What the body calls it (``p_<stem>`` for a parameter, ``s_<stem>`` shared)."""
+    """What the body calls it (``p_<stem>`` for a parameter, ``s_<stem>`` shared,
+    ``a_<stem>`` local)."""
     elem: Elem
     shared: bool
+    local: bool = False
+    """A local array: declared in the entry point, each unit's own."""
 
 
 class CDialect(Protocol):
@@ -104,12 +113,18 @@ class CDialect(Protocol):
     def cast(self, e: CEmitter, x: str, src: ir.Elem, dst: ir.Elem) -> str:
         """``x`` converted from ``src`` to another type ``dst`` (``docs/ir.md``'s rules)."""
 
-    def bitcast(self, x: str, src: ir.Elem, dst: ir.Elem) -> str:
-        """``x``'s bits as another integer type of its width."""
+    def bitcast(self, e: CEmitter, x: str, src: ir.Elem, dst: ir.Elem) -> str:
+        """``x``'s bits as another numeric type of its width (32 or 64 bits; integers
+        or floats)."""
 
     def math(self, e: CEmitter, fn: str, args: list[str], t: ir.Elem) -> str:
-        """C99 math function ``fn`` (``exp``, ``fabs``, ``fmin``, ``fmod``, ``isnan``...;
-        and ``rsqrt``) of float type ``t``."""
+        """C99 math function ``fn`` (``exp``, ``fabs``, ``fmin``, ``fmod``, ``isnan``,
+        ``rint``, ``atan2``, ``hypot``...; and ``rsqrt``) of float type ``t``."""
+
+    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: ir.Elem) -> str | None:
+        """An integer function (``COUNT_ONES``... ``SATURATING_SUB``, ``docs/ir.md``) of
+        integer type ``t`` as the target has it natively, or None for the emitter's
+        portable helper."""
 
     def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
         """A builtin's value as the target has it, or None to derive it from others."""
@@ -133,7 +148,9 @@ class CDialect(Protocol):
     def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
                operands: list[str]) -> str:
         """A call doing ``op`` on lvalue ``element`` with ``operands`` (the compare
-        value first, for a compare-exchange), giving the old value."""
+        value first, for a compare-exchange), giving the old value. ``max`` and ``min``
+        on f32 are ``fmax``/``fmin`` (a compare-exchange loop on the bits where the
+        target has no float atomic for them)."""
 
     def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: ir.Elem) -> str:
@@ -208,9 +225,16 @@ class StandardC:
             return f"({x} != {e.literal(0, src)})"
         return self.convert(self.types[dst], x)
 
-    def bitcast(self, x: str, src: Elem, dst: Elem) -> str:
-        """A conversion (modulo 2^bits, as every C compiler does it)."""
-        return self.convert(self.types[dst], x)
+    def bitcast(self, e: CEmitter, x: str, src: Elem, dst: Elem) -> str:
+        """Between integers a conversion (modulo 2^bits, as every C compiler does it);
+        with a float, a helper copying the bits through a union."""
+        if src.is_int and dst.is_int:
+            return self.convert(self.types[dst], x)
+        name = f"cc_bitcast_{src.value}_{dst.value}"
+        s, d = e.ctype(src), e.ctype(dst)
+        e.helper(name, lambda: e.function(d, name, [(s, "x")], [
+            f"union {{ {s} from; {d} to; }} v;", "v.from = x;", "return v.to;"]))
+        return f"{name}({x})"
 
     def math(self, e: CEmitter, fn: str, args: list[str], t: Elem) -> str:
         """``<math.h>``'s functions (``isnan`` as a bool, ``rsqrt`` as ``1 / sqrt``)."""
@@ -219,6 +243,10 @@ class StandardC:
         if fn in ("isnan", "isinf"):
             return f"({fn}({args[0]}) != 0)"
         return f"{fn}{self.f32_suffix if t is Elem.F32 else ''}({', '.join(args)})"
+
+    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str | None:
+        """None: C99 has none of them; the emitter's helpers are portable C."""
+        return None
 
     def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
         """None: only what is derived from others."""
@@ -241,8 +269,8 @@ class StandardC:
                      index_type: Elem) -> str:
         """A helper per element type, memory and index type: ``i < n ? a[i] : 0``."""
         mt, ut = e.mtype(array.elem), e.ctype(index_type)
-        name = (f"cc_load_{array.elem.value}_{'shared' if array.shared else 'global'}"
-                f"_{index_type.value}")
+        space = "shared" if array.shared else "local" if array.local else "global"
+        name = f"cc_load_{array.elem.value}_{space}_{index_type.value}"
         e.helper(name, lambda: e.function(
             mt, name, [(self.pointer(e, array, True), "a"), (ut, "n"), (ut, "i")],
             [f"return i < n ? a[i] : ({mt})0;  {e.comment} checked: outside reads 0"]))
@@ -297,6 +325,8 @@ class CEmitter(StructuredEmitter):
             self.use(loc.elem, False, f"local {loc.name!r}")
         for sh in kernel.shared:
             self.use(sh.elem, True, f"shared array {sh.name!r}")
+        for la in kernel.local_arrays:
+            self.use(la.elem, True, f"local array {la.name!r}")
 
     # ------------------------------------------------------------ for dialects
 
@@ -356,15 +386,41 @@ class CEmitter(StructuredEmitter):
         return self.meta_used[key]
 
     def array(self, name: str) -> ArrayRef:
-        """The parameter or shared array called ``name``."""
+        """The parameter, shared or local array called ``name``."""
         if name in self.shared:
             return ArrayRef(name, f"s_{self.stems[name]}", self.shared[name].elem, True)
+        if name in self.local_arrays:
+            return ArrayRef(name, f"a_{self.stems[name]}", self.local_arrays[name].elem,
+                            False, local=True)
         return ArrayRef(name, f"p_{self.stems[name]}", self.arrays[name].elem, False)
+
+    def fold_grid(self, group: tuple[str, str, str], groups: tuple[str, str, str],
+                  count: tuple[str, str, str]) -> dict[ir.BuiltinName, str]:
+        """Write the lines that map a folded dispatch back to cubes (for a dialect's
+        prologue), and return the texts of the cube builtins for its ``builtin``.
+
+        ``group`` and ``groups`` are the target's work-group id and count as
+        dispatched (:func:`~cubecl_server.lowering.info.fold_count` made them), ``count``
+        the launch's cube count as the kernel reads it (its info words). The work
+        groups past the cube count leave at once, whole, so no barrier is split.
+        """
+        u32, cube = self.ctype(Elem.U32), self.temp()
+        self.line(f"const {u32} {cube} = {group[0]} + {groups[0]} * ({group[1]} + "
+                  f"{groups[1]} * {group[2]});", "the cube, from a dispatch maybe folded")
+        cx, cy, cz = (self.temp() for _ in range(3))
+        self.line(f"const {u32} {cx} = {count[0]}; const {u32} {cy} = {count[1]}; "
+                  f"const {u32} {cz} = {count[2]};", "the launch's cube count")
+        self.line(f"if ({cube} >= {cx} * {cy} * {cz}) return;", "a cube folding added")
+        return {B.CUBE_POS: cube, B.CUBE_POS_X: f"{cube} % {cx}",
+                B.CUBE_POS_Y: f"({cube} / {cx}) % {cy}", B.CUBE_POS_Z: f"{cube} / ({cx} * {cy})",
+                B.CUBE_COUNT_X: cx, B.CUBE_COUNT_Y: cy, B.CUBE_COUNT_Z: cz}
 
     def bound(self, array: ArrayRef, index_type: Elem) -> str:
         """``array``'s length, in unsigned ``index_type``."""
         if array.shared:
             return self.literal(self.shared[array.name].size, index_type)
+        if array.local:
+            return self.literal(self.local_arrays[array.name].size, index_type)
         return self.cast(self.metadata("len", array.name), Elem.U32, index_type)
 
     def wrap(self, sym: str, a: str, b: str, t: Elem) -> str:
@@ -372,8 +428,9 @@ class CEmitter(StructuredEmitter):
         the dialect's signed arithmetic wraps), since C's overflows."""
         if not t.is_signed or self.d.signed_wraps:
             return f"({a} {sym} {b})"
-        u, bc = UNSIGNED[t], self.d.bitcast
-        return bc(f"({bc(a, t, u)} {sym} {bc(b, t, u)})", u, t)
+        u, d = UNSIGNED[t], self.d
+        return d.bitcast(self, f"({d.bitcast(self, a, t, u)} {sym} {d.bitcast(self, b, t, u)})",
+                         u, t)
 
     # ------------------------------------------------------------ the program
 
@@ -394,11 +451,22 @@ class CEmitter(StructuredEmitter):
             decl = self.d.shared_decl(self, sh, f"s_{self.stems[sh.name]}")
             if decl is not None:
                 self.line(decl, f"shared {sh.name}: {sh.elem.value}[{sh.size}]")
+        for la in self.kernel.local_arrays:
+            self._local_array(la)
         entry = [self.d.signature(self), "{", *self.lines, *zeroing, *body, "}"]
         head = [f"{self.comment} {self.title()}", *self.d.head(self), ""]
         for text in self.helpers.values():
             head += [text, ""]
         return "\n".join([*head, *entry]) + "\n"
+
+    def _local_array(self, la: ir.LocalArray) -> None:
+        # Declared and cleared by each unit: local arrays start at zero, as locals do.
+        name, z, u32 = f"a_{self.stems[la.name]}", self.temp(), self.ctype(Elem.U32)
+        self.line(f"{self.mtype(la.elem)} {name}[{la.size}];",
+                  f"local {la.name}: {la.elem.value}[{la.size}]")
+        zero = self.d.to_memory(self.literal(0, la.elem), la.elem)
+        self.line(f"for ({u32} {z} = {self.literal(0, Elem.U32)}; {z} < "
+                  f"{self.literal(la.size, Elem.U32)}; {z}++) {name}[{z}] = {zero};")
 
     def _zero_shared(self) -> None:
         # Shared memory starts at zero on every backend, as on the cpu one: the units
@@ -505,7 +573,7 @@ class CEmitter(StructuredEmitter):
             u = UNSIGNED[t]
             far, near = (stop, k) if step > 0 else (k, stop)
             if t.is_signed:
-                far, near = self.d.bitcast(far, t, u), self.d.bitcast(near, t, u)
+                far, near = self.d.bitcast(self, far, t, u), self.d.bitcast(self, near, t, u)
             advance = (f"{k} = ({far} - {near}) > {self.literal(abs(step), u)} ? "
                        f"{k} + {self.literal(step, t)} : {stop}")
         if s.unroll and self.d.unroll:
@@ -662,9 +730,24 @@ class CEmitter(StructuredEmitter):
 
     def expr_math(self, e: ir.Math) -> str:
         """Float functions by the dialect; ``abs``/``min``/``max``/``clamp`` of integers
-        by helpers (``abs`` wrapping)."""
+        by helpers (``abs`` wrapping), ``sign`` of any type by one."""
         fn, t = e.fn, e.args[0].type
         xs = [self.expr(a) for a in e.args]
+        if fn in _INT_FNS:
+            return self.d.bits(self, fn, xs, t) or self._int_math(fn, xs, t)
+        if fn is ir.MathFn.RHYPOT:
+            return f"({self.literal(1, t)} / {self.d.math(self, 'hypot', xs, t)})"
+        if fn is ir.MathFn.POWI:
+            return self.d.math(self, "pow", [xs[0], self.cast(xs[1], Elem.I32, t)], t)
+        if fn is ir.MathFn.SIGN:
+            name, c = f"cc_sign_{t.value}", self.ctype(t)
+            one, zero = self.literal(1, t), self.literal(0, t)
+            # x itself where neither holds: 0, -0.0 and NaN keep their bits.
+            rest = "a" if not t.is_signed and t.is_int else \
+                f"(a < {zero} ? {self.literal(-1, t)} : a)"
+            self.helper(name, lambda: self.function(
+                c, name, [(c, "a")], [f"return a > {zero} ? {one} : {rest};"]))
+            return f"{name}({xs[0]})"
         if fn is ir.MathFn.CLAMP:
             lo = self._minmax(ir.MathFn.MAX, t, xs[:2])
             return self._minmax(ir.MathFn.MIN, t, [lo, xs[2]])
@@ -680,6 +763,86 @@ class CEmitter(StructuredEmitter):
             return f"{name}({xs[0]})"
         return self.d.math(self, _FLOAT_FNS.get(fn, fn.value), xs, t)
 
+    def _int_math(self, fn: ir.MathFn, xs: list[str], t: Elem) -> str:
+        """A portable helper for an integer function: loops and masks on the unsigned
+        type of ``t``'s width, nothing wider (so it works where 64-bit integers do
+        not exist, for 32-bit ones)."""
+        name, u = f"cc_{fn.value}_{t.value}", UNSIGNED[t]
+        c, cu, c32 = self.ctype(t), self.ctype(u), self.ctype(Elem.U32)
+        w, bc = t.bits, self.d.bitcast
+
+        def lit(v: int, elem: Elem = u) -> str:
+            return self.literal(v, elem)
+
+        def body() -> list[str]:
+            x = bc(self, "a", t, u) if t.is_signed else "a"
+            match fn:
+                case ir.MathFn.COUNT_ONES:
+                    return [f"{cu} x = {x}; {c32} n = {lit(0, Elem.U32)};",
+                            f"while (x != {lit(0)}) {{ x &= x - {lit(1)}; n += "
+                            f"{lit(1, Elem.U32)}; }}", "return n;"]
+                case ir.MathFn.REVERSE_BITS:
+                    r = bc(self, "r", u, t) if t.is_signed else "r"
+                    return [f"{cu} x = {x}; {cu} r = {lit(0)};",
+                            f"for ({c32} i = {lit(0, Elem.U32)}; i < {lit(w, Elem.U32)}; "
+                            f"i++) {{ r = (r << {lit(1)}) | (x & {lit(1)}); x >>= {lit(1)}; }}",
+                            f"return {r};"]
+                case ir.MathFn.LEADING_ZEROS | ir.MathFn.TRAILING_ZEROS:
+                    lead = fn is ir.MathFn.LEADING_ZEROS
+                    probe, step = (lit(1 << (w - 1)), "<<=") if lead else (lit(1), ">>=")
+                    return [f"{cu} x = {x}; {c32} n = {lit(0, Elem.U32)};",
+                            f"if (x == {lit(0)}) return {lit(w, Elem.U32)};",
+                            f"while ((x & {probe}) == {lit(0)}) {{ x {step} {lit(1)}; n += "
+                            f"{lit(1, Elem.U32)}; }}", "return n;"]
+                case ir.MathFn.FIND_FIRST_SET:
+                    tz = self._int_math(ir.MathFn.TRAILING_ZEROS, ["a"], t)
+                    return [f"return a == {self.literal(0, t)} ? {lit(0, Elem.U32)} : "
+                            f"{tz} + {lit(1, Elem.U32)};"]
+                case ir.MathFn.MUL_HI:
+                    return self._mul_hi(t)
+            return self._saturating(fn is ir.MathFn.SATURATING_ADD, t)
+
+        ret = c32 if fn in (ir.MathFn.COUNT_ONES, ir.MathFn.LEADING_ZEROS,
+                            ir.MathFn.TRAILING_ZEROS, ir.MathFn.FIND_FIRST_SET) else c
+        params = [(c, "a")] if len(xs) == 1 else [(c, "a"), (c, "b")]
+        self.helper(name, lambda: self.function(ret, name, params, body()))
+        return f"{name}({', '.join(xs)})"
+
+    def _mul_hi(self, t: Elem) -> list[str]:
+        """The high half of ``a * b`` from half-width products (schoolbook), then, for
+        a signed type, corrected for each negative operand (modulo 2^bits)."""
+        u, h = UNSIGNED[t], t.bits // 2
+        cu, bc = self.ctype(u), self.d.bitcast
+        m, s = self.literal((1 << h) - 1, u), self.literal(h, u)
+        ua, ub = (bc(self, "a", t, u), bc(self, "b", t, u)) if t.is_signed else ("a", "b")
+        lines = [f"const {cu} x = {ua}; const {cu} y = {ub};",
+                 f"const {cu} xl = x & {m}; const {cu} xh = x >> {s};",
+                 f"const {cu} yl = y & {m}; const {cu} yh = y >> {s};",
+                 f"{cu} t = xl * yl;", f"t = xh * yl + (t >> {s});",
+                 f"const {cu} w1 = t & {m}; const {cu} w2 = t >> {s};",
+                 "t = xl * yh + w1;", f"{cu} hi = xh * yh + w2 + (t >> {s});"]
+        if not t.is_signed:
+            return [*lines, "return hi;"]
+        zero = self.literal(0, t)
+        return [*lines, f"if (a < {zero}) hi -= y;", f"if (b < {zero}) hi -= x;",
+                f"return {bc(self, 'hi', u, t)};"]
+
+    def _saturating(self, add: bool, t: Elem) -> list[str]:
+        """``a + b`` or ``a - b`` clamped to ``t``'s range."""
+        c = self.ctype(t)
+        lo = self.literal(-(1 << (t.bits - 1)) if t.is_signed else 0, t)
+        hi = self.literal((1 << (t.bits - 1)) - 1 if t.is_signed else (1 << t.bits) - 1, t)
+        if not t.is_signed:
+            if add:
+                return [f"const {c} r = a + b;", f"return r < a ? {hi} : r;"]
+            return [f"return a < b ? {lo} : a - b;"]
+        zero = self.literal(0, t)
+        r = self.wrap("+" if add else "-", "a", "b", t)
+        signs = "==" if add else "!="
+        return [f"const {c} r = {r};",
+                f"if (((a < {zero}) {signs} (b < {zero})) && ((r < {zero}) != (a < {zero}))) "
+                f"return a < {zero} ? {lo} : {hi};", "return r;"]
+
     def _minmax(self, fn: ir.MathFn, t: Elem, xs: list[str]) -> str:
         if t.is_float:
             return self.d.math(self, _FLOAT_FNS[fn], xs, t)
@@ -692,6 +855,10 @@ class CEmitter(StructuredEmitter):
     def expr_cast(self, e: ir.Cast) -> str:
         """The dialect's conversion."""
         return self.cast(self.expr(e.x), e.x.type, e.type)
+
+    def expr_bitcast(self, e: ir.Bitcast) -> str:
+        """The dialect's bit cast."""
+        return self.d.bitcast(self, self.expr(e.x), e.x.type, e.type)
 
     def expr_select(self, e: ir.Select) -> str:
         """``c ? a : b``; through a function (whose arguments are all evaluated) where a

@@ -7,8 +7,8 @@ dispatch to: ``stmt_assign``, ``stmt_store``, ``stmt_if``, ``stmt_for``,
 ``stmt_while``, ``stmt_break``, ``stmt_continue``, ``stmt_return``, ``stmt_barrier``,
 ``stmt_atomic`` for the statements, and ``expr_const``, ``expr_var``,
 ``expr_builtin``, ``expr_binary``, ``expr_unary``, ``expr_math``, ``expr_cast``,
-``expr_select``, ``expr_load``, ``expr_metadata`` (``Len``, ``Shape`` and ``Stride``),
-``expr_plane`` for the expressions (each returns the expression's text).
+``expr_bitcast``, ``expr_select``, ``expr_load``, ``expr_metadata`` (``Len``,
+``Shape`` and ``Stride``), ``expr_plane`` for the expressions (each returns the expression's text).
 :class:`~cubecl_server.lowering.cfamily.CEmitter` is one, for C-like languages; the
 cpu backend's NumPy emitter is another.
 """
@@ -35,7 +35,8 @@ _STMTS: dict[type, str] = {
 _EXPRS: dict[type, str] = {
     ir.Const: "expr_const", ir.Var: "expr_var", ir.Builtin: "expr_builtin",
     ir.Binary: "expr_binary", ir.Unary: "expr_unary", ir.Math: "expr_math",
-    ir.Cast: "expr_cast", ir.Select: "expr_select", ir.Load: "expr_load",
+    ir.Cast: "expr_cast", ir.Bitcast: "expr_bitcast", ir.Select: "expr_select",
+    ir.Load: "expr_load",
     ir.Len: "expr_metadata", ir.Shape: "expr_metadata", ir.Stride: "expr_metadata",
     ir.PlaneOp: "expr_plane",
 }
@@ -56,7 +57,7 @@ def mangle(name: str) -> str:
 class StructuredEmitter:
     """The part of lowering one kernel that is the same in every target language.
 
-    It names things (:attr:`stems`: each parameter, local and shared array gets a
+    It names things (:attr:`stems`: each parameter, local, shared and local array gets a
     mangled stem unique in the program; :meth:`temp` makes temporaries), writes lines
     at the current nesting (:meth:`line`, :meth:`nested`), dispatches statements and
     expressions to the subclass (:meth:`block`, :meth:`stmt`, :meth:`expr`; a block
@@ -88,10 +89,12 @@ class StructuredEmitter:
         self.scalars = {p.name: p for p in kernel.params if not p.array}
         self.locals = {loc.name: loc for loc in kernel.locals}
         self.shared = {sh.name: sh for sh in kernel.shared}
+        self.local_arrays = {la.name: la for la in kernel.local_arrays}
         self._taken: set[str] = set()
         self._temps = 0
         self.stems = {d.name: self.unique(mangle(d.name))
-                      for d in (*kernel.params, *kernel.locals, *kernel.shared)}
+                      for d in (*kernel.params, *kernel.locals, *kernel.shared,
+                                *kernel.local_arrays)}
 
     # ------------------------------------------------------------ names
 

@@ -94,7 +94,26 @@ _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _FLOAT_FNS = {ir.MathFn.EXP: "np.exp", ir.MathFn.LOG: "np.log", ir.MathFn.SQRT: "np.sqrt",
               ir.MathFn.SIN: "np.sin", ir.MathFn.COS: "np.cos", ir.MathFn.TANH: "np.tanh",
               ir.MathFn.FLOOR: "np.floor", ir.MathFn.CEIL: "np.ceil",
-              ir.MathFn.ERF: "_s.erf"}
+              ir.MathFn.ERF: "_s.erf", ir.MathFn.TAN: "np.tan", ir.MathFn.ASIN: "np.arcsin",
+              ir.MathFn.ACOS: "np.arccos", ir.MathFn.ATAN: "np.arctan",
+              ir.MathFn.SINH: "np.sinh", ir.MathFn.COSH: "np.cosh", ir.MathFn.LOG2: "np.log2",
+              ir.MathFn.EXP2: "np.exp2", ir.MathFn.LOG1P: "np.log1p",
+              ir.MathFn.EXPM1: "np.expm1", ir.MathFn.ROUND: "np.rint",
+              ir.MathFn.TRUNC: "np.trunc", ir.MathFn.SIGN: "_s.sign",
+              ir.MathFn.COUNT_ONES: "_s.count_ones", ir.MathFn.REVERSE_BITS: "_s.reverse_bits",
+              ir.MathFn.LEADING_ZEROS: "_s.leading_zeros",
+              ir.MathFn.TRAILING_ZEROS: "_s.trailing_zeros",
+              ir.MathFn.FIND_FIRST_SET: "_s.find_first_set"}
+_FLOAT_FNS2 = {ir.MathFn.ATAN2: "np.arctan2", ir.MathFn.COPYSIGN: "np.copysign",
+               ir.MathFn.HYPOT: "np.hypot", ir.MathFn.POW: "np.power",
+               ir.MathFn.MUL_HI: "_s.mul_hi"}
+_PLANE_FNS = {ir.PlaneFn.SUM: "_s.plane_sum", ir.PlaneFn.MAX: "_s.plane_max",
+              ir.PlaneFn.MIN: "_s.plane_min", ir.PlaneFn.PROD: "_s.plane_prod",
+              ir.PlaneFn.ALL: "_s.plane_all", ir.PlaneFn.ANY: "_s.plane_any",
+              ir.PlaneFn.INCLUSIVE_SUM: "_s.plane_inclusive_sum",
+              ir.PlaneFn.EXCLUSIVE_SUM: "_s.plane_exclusive_sum",
+              ir.PlaneFn.BALLOT: "_s.plane_ballot", ir.PlaneFn.BROADCAST: "_s.plane_broadcast",
+              ir.PlaneFn.SHUFFLE_XOR: "_s.plane_shuffle_xor"}
 # The same in every lane of a launch. Unlike lang.uniformity's per-cube set, CUBE_POS*
 # is left out: one chunk holds several cubes.
 _UNIFORM_BUILTINS = frozenset({
@@ -187,8 +206,9 @@ class _Emitter(StructuredEmitter):
                 self.assign_counts[target] = self.assign_counts.get(target, 0) + 1
 
     def _py(self, name: str) -> str:
-        """The Python name of a parameter, local or shared array."""
-        role = "s" if name in self.shared else "l" if name in self.locals else "p"
+        """The Python name of a parameter, local, shared or local array."""
+        role = ("s" if name in self.shared else "l" if name in self.locals
+                else "a" if name in self.local_arrays else "p")
         return f"{role}_{self.stems[name]}"
 
     @contextmanager
@@ -248,6 +268,9 @@ class _Emitter(StructuredEmitter):
         for sh in k.shared:
             self.line(f"{self._py(sh.name)} = np.zeros(g.ncubes * {sh.size}, {_dtype(sh.elem)})",
                       f"shared {sh.name}: {sh.elem.value}[{sh.size}]")
+        for la in k.local_arrays:
+            self.line(f"{self._py(la.name)} = np.zeros(g.n * {la.size}, {_dtype(la.elem)})",
+                      f"local {la.name}: {la.elem.value}[{la.size}]")
         self.line("alive = True", "lanes that have not returned")
         self.block(k.body)
         body = self.lines[body_start:]
@@ -323,6 +346,10 @@ class _Emitter(StructuredEmitter):
         arr = self._py(s.array)
         if s.array in self.shared:
             self.line(f"_s.store_shared({arr}, {self.shared[s.array].size}, g, "
+                      f"{self.expr(s.index)}, {val}, {mask}, {self.checked})", text)
+            return
+        if s.array in self.local_arrays:
+            self.line(f"_s.store_local({arr}, {self.local_arrays[s.array].size}, g, "
                       f"{self.expr(s.index)}, {val}, {mask}, {self.checked})", text)
             return
         if self._is_pos(s.index):
@@ -501,6 +528,10 @@ class _Emitter(StructuredEmitter):
             return self.value(e.x, self.consumed)
         return f"{self.expr(e.x)}.astype({_dtype(e.type)})"
 
+    def expr_bitcast(self, e: ir.Bitcast) -> str:
+        """``support.bitcast``: a view of the bits."""
+        return f"_s.bitcast({self.expr(e.x)}, {_dtype(e.type)})"
+
     def expr_select(self, e: ir.Select) -> str:
         """``support.select``, both sides computed."""
         return f"_s.select({self.expr(e.cond)}, {self.expr(e.a)}, {self.expr(e.b)})"
@@ -511,6 +542,9 @@ class _Emitter(StructuredEmitter):
         arr, mask = self._py(e.array), self.mask
         if e.array in self.shared:
             return (f"_s.load_shared({arr}, {self.shared[e.array].size}, g, "
+                    f"{self.expr(e.index)}, {mask}, {self.checked})")
+        if e.array in self.local_arrays:
+            return (f"_s.load_local({arr}, {self.local_arrays[e.array].size}, g, "
                     f"{self.expr(e.index)}, {mask}, {self.checked})")
         if self._is_pos(e.index):
             return f"_s.{'view_pos' if self.consumed else 'load_pos'}({arr}, g)"
@@ -596,16 +630,22 @@ class _Emitter(StructuredEmitter):
             return f"np.fmin(np.fmax({xs[0]}, {xs[1]}), {xs[2]})"
         if fn in _FLOAT_FNS:
             return f"{_FLOAT_FNS[fn]}({xs[0]})"
+        if fn in _FLOAT_FNS2:
+            return f"{_FLOAT_FNS2[fn]}({xs[0]}, {xs[1]})"
         if fn is ir.MathFn.RSQRT:
             return f"({_const(1.0, t)} / np.sqrt({xs[0]}))"
-        if fn is ir.MathFn.POW:
-            return f"np.power({xs[0]}, {xs[1]})"
+        if fn is ir.MathFn.RHYPOT:
+            return f"({_const(1.0, t)} / np.hypot({xs[0]}, {xs[1]}))"
+        if fn is ir.MathFn.POWI:
+            return f"np.power({xs[0]}, {xs[1]}.astype({_dtype(t)}))"
+        if fn in (ir.MathFn.SATURATING_ADD, ir.MathFn.SATURATING_SUB):
+            op = "add" if fn is ir.MathFn.SATURATING_ADD else "sub"
+            return f"_s.saturating({op!r}, {xs[0]}, {xs[1]})"
         return f"({xs[0]} * {xs[1]} + {xs[2]})"  # FMA, the function left
 
     def expr_plane(self, e: ir.PlaneOp) -> str:
         """``support.plane_*``."""
         v = self.expr(e.value)
-        if e.lane is not None:  # BROADCAST, the one plane function with a lane
-            return f"_s.plane_broadcast(g, {v}, {self.expr(e.lane)}, {PLANE_SIZE})"
-        fn = "plane_sum" if e.fn is ir.PlaneFn.SUM else "plane_max"
-        return f"_s.{fn}(g, {v}, {self.mask}, {PLANE_SIZE})"
+        # BROADCAST and SHUFFLE_XOR take a lane; the others, the lanes that are active.
+        extra = self.mask if e.lane is None else self.expr(e.lane)
+        return f"{_PLANE_FNS[e.fn]}(g, {v}, {extra}, {PLANE_SIZE})"

@@ -185,6 +185,10 @@ class Grid:
         return _cached(("shared", self.n, self.cube_size, size),
                        lambda: self.cube_local * size)
 
+    def local_base(self, size: int) -> np.ndarray:
+        """Offset of each lane's own part of a local array of ``size`` per lane."""
+        return _cached(("local", self.n, size), lambda: _iota(self.n) * size)
+
     def planes(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunk's planes: first lane of each, plane of each lane, its length."""
         cs, nc = self.cube_size, self.ncubes
@@ -271,6 +275,123 @@ def select(c: Value, a: Value, b: Value) -> Value:
     """``a if c else b`` per lane; always a fresh value."""
     r = np.where(c, a, b)
     return r if r.ndim else r[()]
+
+
+def sign(x: Value) -> Value:
+    """1 where ``x > 0``, -1 where ``x < 0``, else ``x`` itself (0, -0.0, NaN)."""
+    t = np.asarray(x).dtype.type
+    minus = t(0) if issubclass(t, np.unsignedinteger) else t(-1)
+    r = np.where(x > 0, t(1), np.where(x < 0, minus, x))
+    return r if r.ndim else r[()]
+
+
+def bitcast(x: Value, dtype: type[np.generic]) -> Value:
+    """``x``'s bits as ``dtype``, of the same width."""
+    r = np.asarray(x).view(dtype)
+    return r if r.ndim else r[()]
+
+
+# ---------------------------------------------------------------- bits
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_REVERSED_BYTE = np.array([int(f"{b:08b}"[::-1], 2) for b in range(256)], np.uint8)
+
+
+def _scalar_or(r: np.ndarray) -> Value:
+    return r if r.ndim else r[()]
+
+
+def _bits(x: Value) -> np.ndarray:
+    """``x`` as the unsigned integers of its width (a view: the same bits)."""
+    a = np.asarray(x)
+    return a.view(_UNSIGNED[a.dtype.itemsize])
+
+
+def _bit_length(u: np.ndarray) -> np.ndarray:
+    """The number of bits up to the highest set one of unsigned ``u`` (0 for 0)."""
+    if u.dtype.itemsize == 8:
+        hi, lo = (u >> np.uint64(32)).astype(np.uint32), (u & np.uint64(0xFFFFFFFF)).astype(
+            np.uint32)
+        return np.where(hi > 0, _bit_length(hi) + 32, _bit_length(lo))
+    # Below 2**53 a float64's exponent is the bit length exactly.
+    return np.frexp(u.astype(np.float64))[1].astype(np.uint32)
+
+
+def count_ones(x: Value) -> Value:
+    """The set bits of each integer (``u32``)."""
+    return _scalar_or(np.bitwise_count(_bits(x)).astype(np.uint32))
+
+
+def reverse_bits(x: Value) -> Value:
+    """Each integer's bits in reverse order (its own type)."""
+    a = np.asarray(x)
+    raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(-1, a.dtype.itemsize)
+    flipped = np.ascontiguousarray(_REVERSED_BYTE[raw][:, ::-1])  # little-endian words
+    return _scalar_or(flipped.view(a.dtype).reshape(a.shape))
+
+
+def leading_zeros(x: Value) -> Value:
+    """The zero bits above the highest set bit (the width for 0), ``u32``."""
+    u = _bits(x)
+    return _scalar_or(np.uint32(8 * u.dtype.itemsize) - _bit_length(u))
+
+
+def trailing_zeros(x: Value) -> Value:
+    """The zero bits below the lowest set bit (the width for 0), ``u32``."""
+    u = _bits(x)
+    lowest = u & (~u + u.dtype.type(1))
+    width = np.uint32(8 * u.dtype.itemsize)
+    return _scalar_or(np.where(u == 0, width, _bit_length(lowest) - np.uint32(1)))
+
+
+def find_first_set(x: Value) -> Value:
+    """1 + the index of the lowest set bit, 0 for 0 (``u32``)."""
+    u = _bits(x)
+    return _scalar_or(np.where(u == 0, np.uint32(0), trailing_zeros(x) + np.uint32(1)))
+
+
+def _umul_hi64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    m, s = np.uint64(0xFFFFFFFF), np.uint64(32)
+    al, ah, bl, bh = a & m, a >> s, b & m, b >> s
+    t = al * bl
+    t = ah * bl + (t >> s)
+    w1, w2 = t & m, t >> s
+    t = al * bh + w1
+    return ah * bh + w2 + (t >> s)
+
+
+def mul_hi(a: Value, b: Value) -> Value:
+    """The high half of the full product of two integers of one type."""
+    x, y = np.asarray(a), np.asarray(b)
+    t = np.result_type(x, y)
+    if t.itemsize == 4:
+        wide = np.int64 if t.kind == "i" else np.uint64
+        return _scalar_or((x.astype(wide) * y.astype(wide) >> 32).astype(t))
+    ux, uy = x.astype(t).view(np.uint64), y.astype(t).view(np.uint64)
+    hi = _umul_hi64(ux, uy)
+    if t.kind == "i":
+        # The signed product's high half, from the unsigned one (modulo 2**64).
+        hi = hi - np.where(x < 0, uy, np.uint64(0)) - np.where(y < 0, ux, np.uint64(0))
+    return _scalar_or(hi.view(t) if t.kind == "i" else hi)
+
+
+def saturating(op: str, a: Value, b: Value) -> Value:
+    """``a + b`` or ``a - b`` (``op``) clamped to the type's range."""
+    x, y = np.asarray(a), np.asarray(b)
+    t = np.result_type(x, y)
+    info = np.iinfo(t)
+    if t.itemsize == 4:
+        wide = x.astype(np.int64) + y if op == "add" else x.astype(np.int64) - y
+        return _scalar_or(np.clip(wide, info.min, info.max).astype(t))
+    ux, uy = x.astype(t).view(np.uint64), y.astype(t).view(np.uint64)
+    r = (ux + uy if op == "add" else ux - uy).view(t)
+    if t.kind == "u":
+        over = r < x if op == "add" else x < y
+        return _scalar_or(np.where(over, t.type(info.max if op == "add" else 0), r))
+    same = (x < 0) == (y < 0)
+    over = (same if op == "add" else ~same) & ((r < 0) != (x < 0))
+    return _scalar_or(np.where(over, np.where(x < 0, t.type(info.min), t.type(info.max)), r))
 
 
 def idiv(a: Value, b: Value) -> Value:
@@ -486,10 +607,10 @@ def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
         np.copyto(dst, v, where=m[:k])
 
 
-def _shared_access(g: Grid, size: int, idx: Value, m: Mask, checked: bool
-                   ) -> tuple[np.ndarray | None, np.ndarray]:
+def _shared_access(g: Grid, size: int, idx: Value, m: Mask, checked: bool,
+                   local: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
     sel, i = _access(idx, m, size if checked else None)
-    base = g.shared_base(size)
+    base = g.local_base(size) if local else g.shared_base(size)
     return sel, (base if sel is None else base[sel]) + i
 
 
@@ -505,6 +626,20 @@ def store_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, val: Value, m: 
     """``shared[idx] = val`` in each lane's own cube; checked: outside is dropped."""
     sel, flat = _shared_access(g, size, idx, m, checked)
     _write(sh, flat, val, sel)
+
+
+def load_local(arr: np.ndarray, size: int, g: Grid, idx: Value, m: Mask,
+               checked: bool) -> np.ndarray:
+    """``local[idx]`` in each lane's own array; checked: outside ``[0, size)`` reads 0."""
+    sel, flat = _shared_access(g, size, idx, m, checked, local=True)
+    return _read(arr, flat, sel, g.n)
+
+
+def store_local(arr: np.ndarray, size: int, g: Grid, idx: Value, val: Value, m: Mask,
+                checked: bool) -> None:
+    """``local[idx] = val`` in each lane's own array; checked: outside is dropped."""
+    sel, flat = _shared_access(g, size, idx, m, checked, local=True)
+    _write(arr, flat, val, sel)
 
 
 # ---------------------------------------------------------------- atomics
@@ -546,7 +681,8 @@ def _fold(f: np.ufunc, mem0: np.ndarray, v: np.ndarray, starts: np.ndarray,
     return old, acc
 
 
-_AT = {"add": np.add, "sub": np.subtract, "max": np.fmax, "min": np.fmin}
+_AT = {"add": np.add, "sub": np.subtract, "max": np.fmax, "min": np.fmin,
+       "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
 
 
 def _atomic(op: str, mem: np.ndarray, sel: np.ndarray | None, flat: Value, val: Value,
@@ -650,6 +786,101 @@ def plane_max(g: Grid, v: Value, m: Mask, size: int) -> Value:
     lanes = np.broadcast_to(v, (g.n,))
     vm = lanes if m is True else np.where(m, lanes, _lowest(dtype))
     return np.fmax.reduceat(vm, starts).take(plane)
+
+
+def _highest(dtype: np.dtype) -> Any:
+    return dtype.type(np.inf) if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+def plane_min(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """The minimum of ``v`` over the active lanes of each lane's plane (``fmin``)."""
+    if not _is_lanes(v) and m is True:
+        return v
+    starts, plane, _ = g.planes(size)
+    dtype = np.asarray(v).dtype
+    lanes = np.broadcast_to(v, (g.n,))
+    vm = lanes if m is True else np.where(m, lanes, _highest(dtype))
+    return np.fmin.reduceat(vm, starts).take(plane)
+
+
+def _in_order(g: Grid, v: Value, m: Mask, size: int, identity: Any,
+              step: Callable[[np.ndarray, np.ndarray], np.ndarray], inclusive: bool
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Fold ``v`` over each plane's active lanes in lane order: each lane's running
+    value (before or with its own, as ``inclusive``) and each plane's total."""
+    starts = g.planes(size)[0]
+    dtype = np.asarray(v).dtype
+    lanes = np.broadcast_to(v, (g.n,))
+    active = np.ones(g.n, bool) if m is True else np.asarray(m, bool)
+    plane_len = np.minimum(np.diff(np.append(starts, g.n)), size)
+    acc = np.full(starts.shape[0], identity, dtype)
+    out = np.empty(g.n, dtype)
+    for k in range(int(plane_len.max()) if plane_len.size else 0):
+        has = plane_len > k
+        at = starts[has] + k
+        mine = np.where(active[at], lanes[at], dtype.type(identity))
+        if inclusive:
+            acc[has] = step(acc[has], mine)
+            out[at] = acc[has]
+        else:
+            out[at] = acc[has]
+            acc[has] = step(acc[has], mine)
+    return out, acc
+
+
+def plane_prod(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """The product of ``v`` over the active lanes of each lane's plane, in lane order."""
+    _, plane, _ = g.planes(size)
+    return _in_order(g, v, m, size, 1, np.multiply, True)[1].take(plane)
+
+
+def plane_inclusive_sum(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """The sum of ``v`` over the active lanes of the plane up to each lane, itself
+    included, in lane order."""
+    return _in_order(g, v, m, size, 0, np.add, True)[0]
+
+
+def plane_exclusive_sum(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """The sum of ``v`` over the active lanes of the plane before each lane."""
+    return _in_order(g, v, m, size, 0, np.add, False)[0]
+
+
+def plane_all(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """Whether ``v`` holds in every active lane of each lane's plane."""
+    starts, plane, _ = g.planes(size)
+    lanes = np.broadcast_to(np.asarray(v, bool), (g.n,))
+    vm = lanes if m is True else lanes | ~np.asarray(m, bool)
+    return np.logical_and.reduceat(vm, starts).take(plane)
+
+
+def plane_any(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """Whether ``v`` holds in some active lane of each lane's plane."""
+    starts, plane, _ = g.planes(size)
+    lanes = np.broadcast_to(np.asarray(v, bool), (g.n,))
+    vm = lanes if m is True else lanes & np.asarray(m, bool)
+    return np.logical_or.reduceat(vm, starts).take(plane)
+
+
+def plane_ballot(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """Bit ``k`` set where lane ``k`` of each lane's plane is active and ``v`` holds
+    there (``u32``; lanes past 31 are left out)."""
+    starts, plane, _ = g.planes(size)
+    lanes = np.broadcast_to(np.asarray(v, bool), (g.n,))
+    on = lanes if m is True else lanes & np.asarray(m, bool)
+    k = _iota(g.n) - starts.take(plane)
+    bits = np.where(on & (k < 32), np.left_shift(np.uint32(1), np.minimum(k, 31).astype(
+        np.uint32)), np.uint32(0))
+    return np.bitwise_or.reduceat(bits, starts).take(plane)
+
+
+def plane_shuffle_xor(g: Grid, v: Value, mask: Value, size: int) -> Value:
+    """``v`` as lane ``(lane in plane) ^ mask`` of each lane's plane holds it; 0 past
+    the plane's end."""
+    if not _is_lanes(v):
+        return v
+    starts, plane, _ = g.planes(size)
+    k = _iota(g.n) - starts.take(plane)
+    return plane_broadcast(g, v, k ^ np.asarray(mask).astype(np.int64), size)
 
 
 def plane_broadcast(g: Grid, v: Value, lane: Value, size: int) -> Value:

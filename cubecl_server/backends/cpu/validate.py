@@ -64,6 +64,8 @@ _DTYPES = frozenset(e.numpy_name for e in ir.Elem)
 NUMPY_NAMES = _DTYPES | frozenset({
     "True_", "False_", "errstate", "zeros", "trunc", "fmod", "abs", "fmin", "fmax",
     "isnan", "isinf", "power", "exp", "log", "sqrt", "sin", "cos", "tanh", "floor", "ceil",
+    "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "log2", "exp2", "log1p",
+    "expm1", "rint", "copysign", "hypot",
 })
 """What generated code reads from ``np``: the IR's dtypes and the functions it calls."""
 
@@ -71,15 +73,19 @@ SUPPORT_NAMES = frozenset({
     "check_dim", "chunks", "extent", "and_", "andnot", "merge", "select", "idiv",
     "trip_count", "erf", "load", "load_unchecked", "view_pos", "load_pos", "store",
     "store_unchecked", "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
-    "plane_sum", "plane_max", "plane_broadcast",
+    "plane_sum", "plane_max", "plane_broadcast", "load_local", "store_local", "sign",
+    "bitcast", "count_ones", "reverse_bits", "leading_zeros", "trailing_zeros",
+    "find_first_set", "mul_hi", "saturating", "plane_min", "plane_prod", "plane_all",
+    "plane_any", "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot",
+    "plane_shuffle_xor",
 })
 """What generated code reads from ``_s`` (the support module): its helpers."""
 
-GRID_NAMES = frozenset({"pos_cmp", "ncubes"}) | frozenset(
+GRID_NAMES = frozenset({"pos_cmp", "ncubes", "n"}) | frozenset(
     n.value for n in ir.BuiltinName
     if n not in (ir.BuiltinName.PLANE_DIM, ir.BuiltinName.UNIT_POS_PLANE))
 """What generated code reads from a chunk ``g``: the builtins it holds, the bounds test
-and the cube count (the two plane builtins are emitted without it)."""
+the cube count and the lane count (the two plane builtins are emitted without it)."""
 
 STRINGS = frozenset({"ignore", "<", "<=", ">", ">=", "inf", "-inf", "nan"}) | frozenset(
     op.value for op in ir.AtomicOp)

@@ -19,12 +19,19 @@ from cubecl_server.conformance.support import FLOATS, INTS, check, cubes_for, ra
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.lang import (
     ABSOLUTE_POS,
+    ABSOLUTE_POS_X,
+    ABSOLUTE_POS_Y,
     Array,
+    Comptime,
     CubeCount,
     CubeDim,
     KernelFunction,
+    atomic_max,
+    atomic_min,
     f32,
+    i32,
     kernel,
+    local_array,
     u32,
 )
 
@@ -239,7 +246,29 @@ MATH1: dict[str, tuple[Callable[[np.ndarray], np.ndarray], float, float, bool]] 
     "ceil": (np.ceil, -100.0, 100.0, True),
     "isnan": (np.isnan, -100.0, 100.0, True),
     "isinf": (np.isinf, -100.0, 100.0, True),
+    "tan": (np.tan, -1.4, 1.4, True),
+    "asin": (np.arcsin, -1.0, 1.0, True),
+    "acos": (np.arccos, -1.0, 1.0, True),
+    "atan": (np.arctan, -50.0, 50.0, True),
+    "sinh": (np.sinh, -10.0, 10.0, True),
+    "cosh": (np.cosh, -10.0, 10.0, True),
+    "log2": (np.log2, 1e-3, 100.0, True),
+    "exp2": (np.exp2, -20.0, 20.0, True),
+    "log1p": (np.log1p, -0.9, 10.0, True),
+    "expm1": (np.expm1, -20.0, 10.0, True),
+    "round": (np.rint, -100.0, 100.0, True),
+    "trunc": (np.trunc, -100.0, 100.0, True),
 }
+# Inputs where a careless implementation goes wrong: log(1 + x) and exp(x) - 1 lose
+# every digit of a small x; round of a half goes to the even neighbour.
+MATH1_EXTRA: dict[str, list[float]] = {
+    "log1p": [1e-7, -1e-7, 3e-5, -2e-4, 1e-20],
+    "expm1": [1e-7, -1e-7, 3e-5, -2e-4, 1e-20],
+    "round": [0.5, 1.5, 2.5, -0.5, -2.5, 3.5, 0.49999997],
+    "asin": [1.0, -1.0, 0.999, -0.9999],
+    "acos": [1.0, -1.0, 0.999, -0.9999],
+}
+_EXACT = ("abs", "floor", "ceil", "isnan", "isinf", "round", "trunc")
 
 
 class TestMath:
@@ -254,7 +283,9 @@ class TestMath:
         a = values(cubecl_rng, elem, n, edges=False, low=low, high=high)
         if edges:
             a[:6] = np.array([0.0, -0.0, -1.0, np.nan, np.inf, -np.inf]).astype(a.dtype)
-            cubecl_rng.shuffle(a)
+        extra = MATH1_EXTRA.get(fn, [])
+        a[6:6 + len(extra)] = np.array(extra).astype(a.dtype)
+        cubecl_rng.shuffle(a)
         predicate = fn in ("isnan", "isinf")
         got = launch(cubecl_client, kernels.math1(fn, elem), [a],
                      np.bool_ if predicate else a.dtype)
@@ -262,7 +293,7 @@ class TestMath:
             want = ref(a.astype(np.float64))
             want = want if predicate else want.astype(a.dtype)
         check(got, want, f"{fn} on {elem.value}", cubecl_seed, elem=elem,
-              exact=fn in ("abs", "floor", "ceil", "isnan", "isinf"), inputs={"a": a})
+              exact=fn in _EXACT, inputs={"a": a})
 
     @pytest.mark.parametrize("elem", params(NUMERIC))
     @pytest.mark.parametrize("fn", ["min", "max"])
@@ -273,6 +304,60 @@ class TestMath:
         got = launch(cubecl_client, kernels.math2(fn, elem), [a, b], a.dtype)
         want = (np.fmin if fn == "min" else np.fmax)(a, b)  # a NaN operand yields the other
         check(got, want, f"{fn} on {elem.value}", cubecl_seed, inputs={"a": a, "b": b})
+
+    @pytest.mark.parametrize("elem", params(FLOATS))
+    def test_atan2(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                   cubecl_seed: int, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        y, x = (values(cubecl_rng, elem, n, edges=False, low=-10, high=10) for _ in "yx")
+        # C's quadrants and zeros: atan2(+-0, -1) is +-pi, atan2(1, 0) is pi/2...
+        edge = [(0.0, 1.0), (0.0, -1.0), (-0.0, -1.0), (1.0, 0.0), (-1.0, 0.0), (0.0, 0.0),
+                (-0.0, 0.0), (np.inf, 1.0), (1.0, np.inf), (1.0, -np.inf), (-1.0, -np.inf)]
+        y[:len(edge)], x[:len(edge)] = np.array(edge).T.astype(y.dtype)
+        got = launch(cubecl_client, kernels.math2("atan2", elem), [y, x], y.dtype)
+        want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(y.dtype)
+        check(got, want, f"atan2 on {elem.value}", cubecl_seed, elem=elem, exact=False,
+              inputs={"y": y, "x": x})
+        check(np.signbit(got[:len(edge)]), np.signbit(want[:len(edge)]),
+              f"the sign of atan2 on {elem.value} at (+-0, x), (y, +-0)", cubecl_seed)
+
+    @pytest.mark.parametrize("elem", params(FLOATS))
+    def test_copysign(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                      cubecl_seed: int, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        x, y = values(cubecl_rng, elem, n), values(cubecl_rng, elem, n, edges=False)
+        y[:4] = np.array([0.0, -0.0, -np.inf, np.inf]).astype(y.dtype)
+        got = launch(cubecl_client, kernels.math2("copysign", elem), [x, y], x.dtype)
+        want = np.copysign(x, y)
+        check(got, want, f"copysign on {elem.value}", cubecl_seed, inputs={"x": x, "y": y})
+        check(np.signbit(got), np.signbit(want), f"the sign bit of copysign on {elem.value}",
+              cubecl_seed, inputs={"x": x, "y": y})
+
+    @pytest.mark.parametrize("elem", params(FLOATS))
+    def test_hypot(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                   cubecl_seed: int, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        x, y = (values(cubecl_rng, elem, n, edges=False, low=-1e3, high=1e3) for _ in "xy")
+        # Where x*x + y*y overflows or underflows although the result does not.
+        big = {E.F16: 3e2, E.F32: 3e30, E.F64: 3e300}[elem]
+        tiny = {E.F16: 3e-3, E.F32: 3e-30, E.F64: 3e-300}[elem]
+        edge = [(big, big * 4 / 3), (-tiny, tiny * 4 / 3), (np.inf, np.nan), (0.0, -0.0),
+                (-np.inf, 1.0)]
+        x[:len(edge)], y[:len(edge)] = np.array(edge).T.astype(x.dtype)
+        got = launch(cubecl_client, kernels.math2("hypot", elem), [x, y], x.dtype)
+        with np.errstate(all="ignore"):
+            want = np.hypot(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
+        check(got, want, f"hypot on {elem.value}", cubecl_seed, elem=elem, exact=False,
+              inputs={"x": x, "y": y})
+
+    @pytest.mark.parametrize("elem", params(NUMERIC))
+    def test_sign(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                  cubecl_seed: int, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        a = values(cubecl_rng, elem, n)
+        got = launch(cubecl_client, kernels.math1("sign", elem), [a], a.dtype)
+        check(got, np.sign(a), f"sign on {elem.value} (NaN stays NaN)", cubecl_seed,
+              inputs={"a": a})
 
     @pytest.mark.parametrize("elem", params((E.I32, E.I64)))
     def test_abs_int(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
@@ -347,6 +432,330 @@ class TestCast:
             want = (np.trunc(a) if src.is_float and not dst.is_float else a).astype(
                 dst.numpy_name)
         check(got, want, f"cast {src.value} -> {dst.value}", cubecl_seed, inputs={"a": a})
+
+
+def _bit_reference(fn: str, a: np.ndarray) -> np.ndarray:
+    """What a bit function gives, one Python integer at a time."""
+    width = a.dtype.itemsize * 8
+    mask = (1 << width) - 1
+    out = []
+    for v in a.tolist():
+        u = v & mask
+        low = (u & -u).bit_length() - 1 if u else width
+        out.append({"count_ones": bin(u).count("1"), "leading_zeros": width - u.bit_length(),
+                    "trailing_zeros": low, "find_first_set": 0 if u == 0 else low + 1,
+                    "reverse_bits": int(f"{u:0{width}b}"[::-1], 2)}[fn])
+    if fn == "reverse_bits":
+        return np.array(out, np.uint64 if width == 64 else np.uint32).view(a.dtype)
+    return np.array(out, np.uint32)
+
+
+def _wide_reference(fn: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``mul_hi`` and the saturating operations, on Python's unbounded integers."""
+    info = np.iinfo(a.dtype)
+    width = a.dtype.itemsize * 8
+    out = []
+    for x, y in zip(a.tolist(), b.tolist(), strict=True):
+        if fn == "mul_hi":
+            out.append((x * y) >> width)
+        else:
+            r = x + y if fn == "saturating_add" else x - y
+            out.append(min(max(r, int(info.min)), int(info.max)))
+    return np.array(out, a.dtype)
+
+
+class TestBits:
+    """The integer functions: bit counts, reversal, the high half of a product,
+    saturating arithmetic; and ``powi``, ``rhypot`` on floats."""
+
+    @pytest.mark.parametrize("elem", params(INTS))
+    @pytest.mark.parametrize("fn", ["count_ones", "reverse_bits", "leading_zeros",
+                                    "trailing_zeros", "find_first_set"])
+    def test_bit_function(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                          cubecl_seed: int, fn: str, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        a = values(cubecl_rng, elem, n)
+        # Single bits at both ends and runs of zeros: where a loop bound or a shift is
+        # most easily off by one.
+        width = a.dtype.itemsize * 8
+        special = [0, 1, 1 << (width - 1), (1 << width) - 1, 1 << (width // 2), 6]
+        a[:len(special)] = np.array(special, np.uint64 if width == 64 else np.uint32).view(
+            a.dtype)
+        cubecl_rng.shuffle(a)
+        want = _bit_reference(fn, a)
+        got = launch(cubecl_client, kernels.bits1(fn, elem), [a], want.dtype)
+        check(got, want, f"{fn} on {elem.value}", cubecl_seed, inputs={"a": a})
+
+    @pytest.mark.parametrize("elem", params(INTS))
+    @pytest.mark.parametrize("fn", ["mul_hi", "saturating_add", "saturating_sub"])
+    def test_wide_integer_function(self, cubecl_client: ComputeClient,
+                                   cubecl_rng: np.random.Generator, cubecl_seed: int,
+                                   fn: str, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        a, b = values(cubecl_rng, elem, n), values(cubecl_rng, elem, n)
+        got = launch(cubecl_client, kernels.math2(fn, elem), [a, b], a.dtype)
+        check(got, _wide_reference(fn, a, b), f"{fn} on {elem.value}", cubecl_seed,
+              inputs={"a": a, "b": b})
+
+    @pytest.mark.parametrize("elem", params(FLOATS))
+    def test_powi(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                  cubecl_seed: int, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        a = values(cubecl_rng, elem, n, edges=False, low=-3.0, high=3.0)
+        k = cubecl_rng.integers(-6, 7, n).astype(np.int32)
+        a[:3], k[:3] = a.dtype.type(0.0), [0, 3, 2]  # 0**0 is 1
+        got = launch(cubecl_client, kernels.powi_kernel(elem), [a, k], a.dtype)
+        with np.errstate(all="ignore"):
+            want = np.power(a.astype(np.float64), k.astype(np.float64)).astype(a.dtype)
+        check(got, want, f"powi on {elem.value} (negative bases included)", cubecl_seed,
+              elem=elem, exact=False, inputs={"a": a, "n": k})
+
+    @pytest.mark.parametrize("elem", params(FLOATS))
+    def test_rhypot(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                    cubecl_seed: int, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        x, y = (values(cubecl_rng, elem, n, edges=False, low=-100, high=100) for _ in "xy")
+        got = launch(cubecl_client, kernels.math2("rhypot", elem), [x, y], x.dtype)
+        want = (1.0 / np.hypot(x.astype(np.float64), y.astype(np.float64))).astype(x.dtype)
+        check(got, want, f"rhypot on {elem.value}", cubecl_seed, elem=elem, exact=False,
+              inputs={"x": x, "y": y})
+
+
+def _bitcast_pairs() -> list[Any]:
+    groups = ((E.F32, E.I32, E.U32), (E.F64, E.I64, E.U64))
+    return [pytest.param(s, d, id=f"{s.value}-{d.value}", marks=_marks(s, d))
+            for g in groups for s in g for d in g if s is not d]
+
+
+class TestBitcast:
+    """A bit cast between the numeric types of one width: NumPy's ``view``."""
+
+    @pytest.mark.parametrize(("src", "dst"), _bitcast_pairs())
+    def test_bitcast(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                     cubecl_seed: int, src: ir.Elem, dst: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        uint = np.uint32 if src.bits == 32 else np.uint64
+        bits = cubecl_rng.integers(0, np.iinfo(uint).max, n, dtype=uint, endpoint=True)
+        if dst.is_float:
+            # No NaN patterns: a device may quieten a signalling NaN it moves as a float.
+            exponent = np.iinfo(uint).max >> 1 & ~(np.iinfo(uint).max >> (
+                9 if src.bits == 32 else 12))
+            bits[(bits & exponent) == exponent] &= ~uint(1 << (src.bits - 2))
+        a = bits.view(src.numpy_name)
+        if src.is_float:
+            a[:4] = np.array([0.0, -0.0, np.inf, -np.inf]).astype(a.dtype)
+        got = launch(cubecl_client, kernels.bitcast_kernel(src, dst), [a],
+                     np.dtype(dst.numpy_name))
+        check(got.view(uint), a.view(dst.numpy_name).view(uint),
+              f"bitcast {src.value} -> {dst.value} (compared bit for bit)", cubecl_seed,
+              inputs={"a": a})
+
+
+@kernel
+def local_arrays(a: Array[f32], codes: Array[u32], out: Array[f32], hist: Array[i32],
+                 *, S: Comptime[int]) -> None:
+    """Per unit: ``a``'s S values reversed into a local array and weighted; a histogram
+    of 8 bins of S codes; a read before any write, and one outside, give 0."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        acc = local_array(f32, S)
+        counts = local_array(i32, 8)
+        s = acc[S - 1] + acc[S]  # nothing written yet; then outside the array
+        acc[S] = 100.0  # outside: dropped
+        for j in range(S):
+            acc[S - 1 - j] = a[i * S + j]
+            counts[codes[i * S + j] & 7] += 1
+        for j in range(S):
+            s += acc[j] * f32(j + 1)
+        out[i] = s
+        for b in range(8):
+            hist[i * 8 + b] = counts[b]
+
+
+@kernel
+def grid_2d(a: Array[f32], b: Array[f32], out: Array[f32]) -> None:
+    """``out[y, x] = 2 a[y, x] + b[x, y] + a[y - 1, x]``, the row above the first read
+    as 0 (checked mode: the flattened index is negative)."""
+    x = ABSOLUTE_POS_X
+    y = ABSOLUTE_POS_Y
+    if y < out.shape[0] and x < out.shape[1]:
+        out[y, x] = a[y, x] * 2.0 + b[x, y] + a[i32(y) - 1, x]
+
+
+@kernel
+def atomic_f32_max_min(v: Array[f32], hi: Array[f32], lo: Array[f32], old: Array[f32]) -> None:
+    """Every unit folds ``v[i]`` into ``hi[i % len(hi)]`` with max and into ``lo`` with
+    min; the old value of the max goes to ``old[i]``."""
+    i = ABSOLUTE_POS
+    if i < len(v):
+        old[i] = atomic_max(hi, i % len(hi), v[i])
+        atomic_min(lo, i % len(lo), v[i])
+
+
+class TestLocalArraysAndIndexing:
+    """Per-unit local arrays, ``a[i, j]`` over strides, and f32 atomic max and min."""
+
+    def test_local_arrays(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+                          cubecl_seed: int) -> None:
+        c, S = cubecl_client, 5
+        n = random_size(cubecl_rng, DIM)
+        a = values(cubecl_rng, E.F32, n * S, edges=False, low=-10, high=10)
+        codes = cubecl_rng.integers(0, 1 << 31, n * S).astype(np.uint32)
+        out, hist = c.empty(n, np.float32), c.empty(n * 8, np.int32)
+        local_arrays.launch(c, cubes_for(n, DIM), CubeDim(DIM), c.create(a), c.create(codes),
+                            out, hist, S=S)
+        weights = np.arange(S, 0, -1, dtype=np.float64)
+        want = (a.reshape(n, S).astype(np.float64) * weights).sum(axis=1)
+        check(c.read(out), want.astype(np.float32), "local arrays: reversed and weighted "
+              "(a read before any write, and one outside, give 0)", cubecl_seed, elem=E.F32,
+              exact=False, scale=np.abs(a.reshape(n, S)).sum(axis=1) * S)
+        want_hist = np.stack([np.bincount(r & 7, minlength=8) for r in codes.reshape(n, S)])
+        check(c.read(hist), want_hist.astype(np.int32).ravel(),
+              "local arrays: a histogram indexed by data", cubecl_seed)
+
+    def test_multi_dimensional_indexing(self, cubecl_client: ComputeClient,
+                                        cubecl_rng: np.random.Generator,
+                                        cubecl_seed: int) -> None:
+        c = cubecl_client
+        rows, cols = (int(cubecl_rng.integers(9, 40)) for _ in "rc")
+        a = values(cubecl_rng, E.F32, rows * cols, edges=False).reshape(rows, cols)
+        b = values(cubecl_rng, E.F32, rows * cols, edges=False).reshape(cols, rows)
+        out = c.empty((rows, cols), np.float32)
+        grid_2d.launch(c, CubeCount(-(-cols // 8), -(-rows // 8)), CubeDim(8, 8),
+                       c.create(a), c.create(b), out)
+        above = np.vstack([np.zeros((1, cols), np.float32), a[:-1]])
+        want = a.astype(np.float64) * 2 + b.T + above
+        check(c.read(out).reshape(rows, cols), want.astype(np.float32),
+              "a[y, x] over the strides (the row above row 0 reads 0)", cubecl_seed,
+              elem=E.F32, exact=False, scale=np.abs(a) * 2 + np.abs(b.T) + np.abs(above))
+
+    @pytest.mark.requires("atomics:u32")
+    def test_atomic_max_min_f32(self, cubecl_client: ComputeClient,
+                                cubecl_rng: np.random.Generator, cubecl_seed: int) -> None:
+        c = cubecl_client
+        n = random_size(cubecl_rng, DIM)
+        v = values(cubecl_rng, E.F32, n, edges=False, low=-1e3, high=1e3)
+        v[cubecl_rng.choice(n, 3, replace=False)] = np.nan  # leaves the element as it is
+        for slots in (n, 7):
+            init = values(cubecl_rng, E.F32, slots, edges=False, low=-1e3, high=1e3)
+            init[0] = np.nan  # takes the first value that meets it
+            hi, lo, old = c.create(init), c.create(init), c.empty(n, np.float32)
+            atomic_f32_max_min.launch(c, cubes_for(n, DIM), CubeDim(DIM), c.create(v), hi,
+                                      lo, old)
+            per_slot = [np.concatenate([[init[k]], v[k::slots]]) for k in range(slots)]
+            check(c.read(hi), np.array([np.fmax.reduce(p) for p in per_slot], np.float32),
+                  f"atomic_max on f32 over {slots} slots (NaN operands ignored)", cubecl_seed)
+            check(c.read(lo), np.array([np.fmin.reduce(p) for p in per_slot], np.float32),
+                  f"atomic_min on f32 over {slots} slots (NaN operands ignored)", cubecl_seed)
+            if slots == n:
+                check(c.read(old), init, "atomic_max on f32 returns the old value",
+                      cubecl_seed)
+
+
+def _atomic_params() -> list[Any]:
+    return [pytest.param(e, id=e.value, marks=[*_marks(e), pytest.mark.requires(
+        f"atomics:{e.value}")]) for e in INTS]
+
+
+class TestAtomicBits:
+    """Atomic and, or, xor, load and store, folded over slots many units share."""
+
+    @pytest.mark.parametrize("elem", _atomic_params())
+    def test_and_or_xor_load_store(self, cubecl_client: ComputeClient,
+                                   cubecl_rng: np.random.Generator, cubecl_seed: int,
+                                   elem: ir.Elem) -> None:
+        c = cubecl_client
+        n = random_size(cubecl_rng, DIM)
+        v = values(cubecl_rng, elem, n)
+        for slots in (n, 5):
+            init = values(cubecl_rng, elem, slots)
+            bufs = {name: c.create(init) for name in ("ands", "ors", "xors")}
+            old, stored, loaded = (c.empty(n, v.dtype) for _ in range(3))
+            kernels.atomic_bits(elem).launch(c, cubes_for(n, DIM), CubeDim(DIM), c.create(v),
+                                             bufs["ands"], bufs["ors"], bufs["xors"], old,
+                                             stored, loaded)
+            for name, f in (("ands", np.bitwise_and), ("ors", np.bitwise_or),
+                            ("xors", np.bitwise_xor)):
+                want = np.array([f.reduce(np.concatenate([[init[k]], v[k::slots]]))
+                                 for k in range(slots)], v.dtype)
+                check(c.read(bufs[name]), want, f"atomic_{name[:-1]} on {elem.value} over "
+                      f"{slots} slots", cubecl_seed, inputs={"v": v} if slots == n else None)
+            check(c.read(stored), v, f"atomic_store of {elem.value}", cubecl_seed)
+            check(c.read(loaded), v, f"atomic_load of {elem.value} after a store by the "
+                  "same unit", cubecl_seed)
+            if slots == n:
+                check(c.read(old), init, f"atomic_and on {elem.value} returns the old value",
+                      cubecl_seed)
+
+
+class TestPlaneMore:
+    """Plane min, product, all, any, scans, ballot and shuffle, over the active units."""
+
+    @pytest.mark.requires("plane")
+    def test_plane_operations_over_the_active_units(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int) -> None:
+        c = cubecl_client
+        size = c.capabilities.plane_size
+        assert size is not None, "the plane marker let a backend without planes through"
+        n = random_size(cubecl_rng, DIM)  # the last cube's last units are out of range
+        v = cubecl_rng.integers(-3, 6, n).astype(np.int32)
+        cond = cubecl_rng.random(n) < 0.7
+        names = ("lo", "prod", "every", "some", "inc", "exc", "ballot", "xor1")
+        dtypes = (np.int32, np.int32, np.bool_, np.bool_, np.int32, np.int32, np.uint32,
+                  np.int32)
+        outs = [c.empty(n, d) for d in dtypes]
+        kernels.plane_more.launch(c, cubes_for(n, DIM), CubeDim(DIM), c.create(v), c.create(cond),
+                          *outs)
+        got = dict(zip(names, (c.read(o) for o in outs), strict=True))
+        # Planes are runs of `size` units of one cube, the cube's last one maybe short.
+        starts = [p for cube in range(0, n, DIM) for p in range(cube, min(cube + DIM, n), size)]
+        for start in starts:
+            lanes = np.arange(start, min(start + size, (start // DIM + 1) * DIM, n))
+            act = lanes[cond[lanes]]
+            if act.size == 0:
+                continue
+            x = v[act]
+            cum = np.cumsum(x, dtype=np.int32)
+            want = {"lo": np.full(act.size, x.min()),
+                    "prod": np.full(act.size, np.multiply.reduce(x, dtype=np.int32)),
+                    "every": np.full(act.size, bool((x > 0).all())),
+                    "some": np.full(act.size, bool((x > 2).any())),
+                    "inc": cum, "exc": cum - x,
+                    "ballot": np.full(act.size, sum(1 << int(k - start) for k in act
+                                                    if v[k] > 0 and k - start < 32),
+                                      np.uint32)}
+            for name, w in want.items():
+                check(got[name][act], np.asarray(w).astype(got[name].dtype),
+                      f"plane_{name} over the active units of the plane at unit {start} "
+                      f"(plane size {size})", cubecl_seed, inputs=None)
+        unit = np.arange(n) % DIM
+        partner = np.arange(n) - unit + ((unit % size) ^ 1) + unit // size * size
+        same = (partner < n) & (partner // DIM == np.arange(n) // DIM) & (
+            (partner % DIM) // size == unit // size)
+        check(got["xor1"][same], v[partner[same]], "plane_shuffle_xor(x, 1)", cubecl_seed)
+
+
+class TestOptionalTypesInExpressions:
+    """A type a device may lack, used only inside one expression (never in a parameter,
+    a local or shared memory), still reaches the target with what it needs enabled."""
+
+    @pytest.mark.parametrize("elem", params((E.I64, E.U64, E.F16, E.F64)))
+    def test_type_used_only_inside_an_expression(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int, elem: ir.Elem) -> None:
+        n = random_size(cubecl_rng, DIM)
+        high = (1 << 32) if elem.is_int else 1000  # f16 holds integers up to 2048 exactly
+        a = cubecl_rng.integers(0, high, n, dtype=np.uint64).astype(np.uint32)
+        got = launch(cubecl_client, kernels.typed_inside(elem), [a], np.uint32)
+        if elem.is_int:
+            wide = a.astype(elem.numpy_name)
+            want = ((wide * wide) >> 32).astype(np.uint32)
+        else:
+            want = (a.astype(elem.numpy_name) * np.dtype(elem.numpy_name).type(0.5)).astype(
+                np.uint32)
+        check(got, want, f"{elem.value} used only inside an expression", cubecl_seed,
+              inputs={"a": a})
 
 
 class TestSelectAndScalars:

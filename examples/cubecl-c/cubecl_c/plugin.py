@@ -32,9 +32,11 @@ _CUBE = {B.UNIT_POS: "k_u", B.UNIT_POS_X: "k_u % {x}u", B.UNIT_POS_Y: "k_u / {x}
          B.CUBE_POS_Y: "k_c / k_w[0] % k_w[1]", B.CUBE_POS_Z: "k_c / (k_w[0] * k_w[1])",
          B.CUBE_COUNT_X: "k_w[0]", B.CUBE_COUNT_Y: "k_w[1]", B.CUBE_COUNT_Z: "k_w[2]",
          B.PLANE_DIM: "1u", B.UNIT_POS_PLANE: "0u"}
-# An atomic's next value from the old one (ADD and SUB wrap: see C99.atomic).
-_NEXT = {Op.ADD: "+", Op.SUB: "-", Op.MAX: "v > old ? v : old", Op.MIN: "v < old ? v : old",
-         Op.EXCHANGE: "v", Op.COMPARE_EXCHANGE: "old == cmp ? v : old"}
+# An atomic's next value from the old one (ADD and SUB wrap: see C99.atomic; a float
+# MAX or MIN is fmax/fmin: a NaN old value is replaced, a NaN operand changes nothing).
+_NEXT = {Op.ADD: "+", Op.SUB: "-", Op.MAX: "v > old || old != old ? v : old",
+         Op.MIN: "v < old || old != old ? v : old", Op.EXCHANGE: "v", Op.AND: "old & v",
+         Op.COMPARE_EXCHANGE: "old == cmp ? v : old", Op.OR: "old | v", Op.XOR: "old ^ v"}
 # The entry point: a launch's words are the cube count, the arrays' addresses, the
 # scalars' bytes, then the metadata the kernel reads. It runs on one thread, so the
 # state of the launch (and the cube's shared arrays) is that thread's.
@@ -107,14 +109,15 @@ class C99(cb.StandardC):
 
     def plane(self, e: cb.CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: Elem) -> str:
-        """Over a plane of one unit, every plane function gives the unit's own value."""
-        return value
+        """A plane is one unit: its own value (its bit for a ballot, 0 before it)."""
+        own = {ir.PlaneFn.BALLOT: f"({value} ? 1u : 0u)", ir.PlaneFn.EXCLUSIVE_SUM: "0"}
+        return own.get(fn, value)
 
     def head(self, e: cb.CEmitter) -> list[str]:
         """The entry point, which runs the cubes: as contexts where units meet at barriers."""
         team = bool(e.shared) or any(isinstance(s, ir.Barrier) for s in ir.walk(e.kernel.body))
-        return [*(f"#include <{h}.h>" for h in ("stdint", "stdbool", "math", "string", "stdlib",
-                                                 "ucontext")),
+        headers = ("stdint", "stdbool", "math", "string", "stdlib", "ucontext")
+        return [*(f"#include <{h}.h>" for h in headers),
                 _ENTRY.substitute(n=math.prod(e.dim), team=int(team), entry=f"cubecl_{e.ident}")]
 
     def signature(self, e: cb.CEmitter) -> str:
@@ -192,8 +195,7 @@ class CTarget:
             return getattr(ctypes.CDLL(f"{d}/k.so"), str(h["entry_point"])), h["meta"]
 
 
-def _view(b: cb.Binding) -> np.ndarray:
-    """The binding's elements, sharing memory with the storage."""
+def _view(b: cb.Binding) -> np.ndarray:  # the binding's elements, in the storage's memory
     return b.resource[b.offset:b.offset + b.size].view(b.elem.numpy_name)
 
 

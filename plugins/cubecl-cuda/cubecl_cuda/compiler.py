@@ -72,7 +72,8 @@ _HALF_TO = {Elem.I32: "__half2int_rz", Elem.I64: "__half2ll_rz",
             Elem.U32: "__half2uint_rz", Elem.U64: "__half2ull_rz"}
 _ATOMICS = {ir.AtomicOp.ADD: "atomicAdd", ir.AtomicOp.SUB: "atomicSub",
             ir.AtomicOp.MAX: "atomicMax", ir.AtomicOp.MIN: "atomicMin",
-            ir.AtomicOp.EXCHANGE: "atomicExch", ir.AtomicOp.COMPARE_EXCHANGE: "atomicCAS"}
+            ir.AtomicOp.EXCHANGE: "atomicExch", ir.AtomicOp.COMPARE_EXCHANGE: "atomicCAS",
+            ir.AtomicOp.AND: "atomicAnd", ir.AtomicOp.OR: "atomicOr", ir.AtomicOp.XOR: "atomicXor"}
 _BUILTINS = {B.UNIT_POS_X: "threadIdx.x", B.UNIT_POS_Y: "threadIdx.y",
              B.UNIT_POS_Z: "threadIdx.z", B.CUBE_POS_X: "blockIdx.x",
              B.CUBE_POS_Y: "blockIdx.y", B.CUBE_POS_Z: "blockIdx.z",
@@ -198,6 +199,29 @@ class CudaDialect(StandardC):
         value = super().math(e, fn, [f"__half2float({a})" for a in args], Elem.F32)
         return value if fn in ("isnan", "isinf") else f"__float2half_rn({value})"
 
+    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str | None:
+        """CUDA's integer intrinsics (``__popc``, ``__clz``, ``__brev``, ``__ffs``,
+        ``__[u]mulhi`` and their 64-bit forms), each on the C type it takes; the
+        saturating operations and trailing zeros are the emitter's helpers."""
+        wide, signed = t.bits == 64, t.is_signed
+        u, s = ("unsigned long long", "long long") if wide else ("unsigned int", "int")
+        ll, u32 = "ll" if wide else "", e.ctype(Elem.U32)
+        x = args[0]
+        match fn:
+            case ir.MathFn.COUNT_ONES:
+                return f"(({u32})__popc{ll}(({u}){x}))"
+            case ir.MathFn.LEADING_ZEROS:
+                return f"(({u32})__clz{ll}(({s}){x}))"
+            case ir.MathFn.FIND_FIRST_SET:
+                return f"(({u32})__ffs{ll}(({s}){x}))"
+            case ir.MathFn.REVERSE_BITS:
+                return f"(({e.ctype(t)})__brev{ll}(({u}){x}))"
+            case ir.MathFn.MUL_HI:
+                name = ("__mul64hi" if signed else "__umul64hi") if wide else (
+                    "__mulhi" if signed else "__umulhi")
+                return f"(({e.ctype(t)}){name}({x}, {args[1]}))"
+        return None
+
     def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
         """``threadIdx``, ``blockIdx``, ``gridDim``; warps are cut from the block's
         linear thread index, x fastest."""
@@ -208,8 +232,24 @@ class CudaDialect(StandardC):
     def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
                operands: list[str]) -> str:
         """CUDA's atomics; 64-bit ones CUDA has only unsigned through ``unsigned long
-        long``, a subtraction as the addition of the negated value."""
+        long``, a subtraction as the addition of the negated value; f32 max and min by
+        compare-exchange on the bits, stopping once the element holds the result."""
         t = array.elem
+        if t is Elem.F32 and op in (ir.AtomicOp.MAX, ir.AtomicOp.MIN):
+            name = f"cc_atomic_{op.value}_f32"
+            e.helper(name, lambda: e.function("float", name, [
+                ("float*", "p"), ("float", "v")], [
+                "unsigned int* q = (unsigned int*)p;",
+                "unsigned int old = *q, assumed;",
+                "do {",
+                "    assumed = old;",
+                f"    const unsigned int next = __float_as_uint(f{op.value}("
+                "__uint_as_float(assumed), v));",
+                "    if (next == assumed) break;",
+                "    old = atomicCAS(q, assumed, next);",
+                "} while (old != assumed);",
+                "return __uint_as_float(old);"]))
+            return f"{name}(&{element}, {operands[0]})"
         if t in (Elem.I32, Elem.U32, Elem.F32) or (
                 t is Elem.I64 and op in (ir.AtomicOp.MAX, ir.AtomicOp.MIN)):
             return f"{_ATOMICS[op]}(&{element}, {', '.join(operands)})"

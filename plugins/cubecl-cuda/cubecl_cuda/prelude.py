@@ -37,6 +37,22 @@ __device__ __forceinline__ double cc_fold_max(double a, double b) { return fmax(
 __device__ __forceinline__ __half cc_fold_max(__half a, __half b) {
   return __float2half_rn(fmaxf(__half2float(a), __half2float(b)));
 }
+template <typename T> __device__ __forceinline__ T cc_fold_min(T a, T b) { return b < a ? b : a; }
+__device__ __forceinline__ float cc_fold_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double cc_fold_min(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ __half cc_fold_min(__half a, __half b) {
+  return __float2half_rn(fminf(__half2float(a), __half2float(b)));
+}
+template <typename T> __device__ __forceinline__ T cc_fold_mul(T a, T b) { return a * b; }
+__device__ __forceinline__ int cc_fold_mul(int a, int b) {
+  return (int)((unsigned int)a * (unsigned int)b);
+}
+__device__ __forceinline__ long long cc_fold_mul(long long a, long long b) {
+  return (long long)((unsigned long long)a * (unsigned long long)b);
+}
+__device__ __forceinline__ __half cc_fold_mul(__half a, __half b) {
+  return __float2half_rn(__half2float(a) * __half2float(b));
+}
 template <typename T> __device__ __forceinline__ T cc_shfl(unsigned int m, T v, int lane) {
   return __shfl_sync(m, v, lane);
 }
@@ -67,6 +83,43 @@ template <typename T> __device__ T cc_plane_max(T v) {
   for (int i = first + 1; i < 32; ++i)
     if ((m >> i) & 1u) acc = cc_fold_max(acc, cc_shfl(m, v, i));
   return acc;
+}
+// This unit's lane in its warp: warps are cut from the block's linear thread index.
+__device__ __forceinline__ unsigned int cc_lane() {
+  return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
+}
+// The folds below walk the active lanes in lane order, from the first.
+#define CC_PLANE_FOLD(NAME, FOLD)                                         \
+  template <typename T> __device__ T NAME(T v) {                          \
+    const unsigned int m = __activemask();                                \
+    const int first = __ffs(m) - 1;                                       \
+    T acc = cc_shfl(m, v, first);                                         \
+    for (int i = first + 1; i < 32; ++i)                                  \
+      if ((m >> i) & 1u) acc = FOLD(acc, cc_shfl(m, v, i));               \
+    return acc;                                                           \
+  }
+CC_PLANE_FOLD(cc_plane_min, cc_fold_min)
+CC_PLANE_FOLD(cc_plane_prod, cc_fold_mul)
+__device__ bool cc_plane_all(bool c) { return __all_sync(__activemask(), c); }
+__device__ bool cc_plane_any(bool c) { return __any_sync(__activemask(), c); }
+__device__ unsigned int cc_plane_ballot(bool c) { return __ballot_sync(__activemask(), c); }
+// The running sum over the active lanes below (and, inclusive, at) this one.
+template <typename T> __device__ T cc_plane_scan(T v, bool inclusive) {
+  const unsigned int m = __activemask();
+  const int me = (int)cc_lane();
+  T acc = cc_zero<T>();
+  for (int i = 0; i < 32; ++i) {
+    const T x = cc_shfl(m, v, i);
+    if (((m >> i) & 1u) && (i < me || (inclusive && i == me))) acc = cc_fold_add(acc, x);
+  }
+  return acc;
+}
+template <typename T> __device__ T cc_plane_inclusive_sum(T v) { return cc_plane_scan(v, true); }
+template <typename T> __device__ T cc_plane_exclusive_sum(T v) {
+  return cc_plane_scan(v, false);
+}
+template <typename T> __device__ T cc_plane_shuffle_xor(T v, unsigned int mask) {
+  return cc_shfl(__activemask(), v, (int)((cc_lane() ^ mask) & 31u));
 }
 // Lanes outside the plane, or not active here, give 0.
 template <typename T> __device__ T cc_plane_broadcast(T v, unsigned int lane) {

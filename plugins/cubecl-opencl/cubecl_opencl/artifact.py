@@ -55,7 +55,10 @@ _NEEDS = {Need.FP64: "f64 arithmetic needs cl_khr_fp64",
           Need.FP16: "f16 arithmetic needs cl_khr_fp16",
           Need.INT64_ATOMICS: "64-bit atomics need cl_khr_int64_base_atomics and "
                               "cl_khr_int64_extended_atomics",
-          Need.SUBGROUPS: "plane operations need cl_khr_subgroups with a known size"}
+          Need.SUBGROUPS: "plane operations need cl_khr_subgroups with a known size",
+          Need.SUBGROUP_ARITHMETIC: "plane_prod needs cl_khr_subgroup_non_uniform_arithmetic",
+          Need.SUBGROUP_BALLOT: "plane_ballot needs cl_khr_subgroup_ballot",
+          Need.SUBGROUP_SHUFFLE: "plane_shuffle_xor needs cl_khr_subgroup_shuffle"}
 
 # clang's diagnostics, as PoCL and most drivers pass them on:
 # "<file>:LINE:COL: error: msg" or PoCL's "error: <file>:LINE:COL: msg".
@@ -138,7 +141,9 @@ class OpenclArtifactCompiler:
         layout: KernelLayout = compiled.repr
         f = self.features
         have = {Need.FP64: f.fp64, Need.FP16: f.fp16, Need.INT64_ATOMICS: f.int64_atomics,
-                Need.SUBGROUPS: f.subgroups}
+                Need.SUBGROUPS: f.subgroups,
+                **{n: n in f.extensions for n in (Need.SUBGROUP_ARITHMETIC,
+                                                  Need.SUBGROUP_BALLOT, Need.SUBGROUP_SHUFFLE)}}
         missing = [_NEEDS[n] for n in sorted(layout.needs) if not have[n]]
         if missing:
             raise CompilationError(f"{'; '.join(missing)}, which {self.device.name.strip()} "

@@ -69,7 +69,17 @@ B = ir.BuiltinName
 
 _ATOMICS = {ir.AtomicOp.ADD: "add", ir.AtomicOp.SUB: "sub", ir.AtomicOp.MAX: "max",
             ir.AtomicOp.MIN: "min", ir.AtomicOp.EXCHANGE: "xchg",
-            ir.AtomicOp.COMPARE_EXCHANGE: "cmpxchg"}
+            ir.AtomicOp.COMPARE_EXCHANGE: "cmpxchg", ir.AtomicOp.AND: "and",
+            ir.AtomicOp.OR: "or", ir.AtomicOp.XOR: "xor"}
+# The plane operations cl_khr_subgroups has.
+_SUBGROUP_FNS = {ir.PlaneFn.SUM: "sub_group_reduce_add", ir.PlaneFn.MAX: "sub_group_reduce_max",
+                 ir.PlaneFn.MIN: "sub_group_reduce_min",
+                 ir.PlaneFn.INCLUSIVE_SUM: "sub_group_scan_inclusive_add",
+                 ir.PlaneFn.EXCLUSIVE_SUM: "sub_group_scan_exclusive_add"}
+# The integer functions OpenCL C 1.2 has built in.
+_INT_BUILTINS = {ir.MathFn.COUNT_ONES: "popcount", ir.MathFn.LEADING_ZEROS: "clz",
+                 ir.MathFn.MUL_HI: "mul_hi", ir.MathFn.SATURATING_ADD: "add_sat",
+                 ir.MathFn.SATURATING_SUB: "sub_sat"}
 _BUILTINS = {B.UNIT_POS_X: "get_local_id(0)", B.UNIT_POS_Y: "get_local_id(1)",
              B.UNIT_POS_Z: "get_local_id(2)", B.CUBE_POS_X: "get_group_id(0)",
              B.CUBE_POS_Y: "get_group_id(1)", B.CUBE_POS_Z: "get_group_id(2)",
@@ -86,6 +96,9 @@ class Need:
     FP16 = "cl_khr_fp16"
     INT64_ATOMICS = "cl_khr_int64_atomics"
     SUBGROUPS = "cl_khr_subgroups"
+    SUBGROUP_ARITHMETIC = "cl_khr_subgroup_non_uniform_arithmetic"
+    SUBGROUP_BALLOT = "cl_khr_subgroup_ballot"
+    SUBGROUP_SHUFFLE = "cl_khr_subgroup_shuffle"
 
 
 @dataclass(frozen=True)
@@ -192,12 +205,23 @@ class OpenclDialect(StandardC):
         if src.is_float:
             return f"convert_{self.types[dst]}_sat({x})"
         if dst.is_signed and dst.bits <= src.bits:
-            return self.bitcast(f"(({self.types[UNSIGNED[dst]]})({x}))", UNSIGNED[dst], dst)
+            return self.bitcast(e, f"(({self.types[UNSIGNED[dst]]})({x}))", UNSIGNED[dst],
+                                dst)
         return super().cast(e, x, src, dst)
 
-    def bitcast(self, x: str, src: Elem, dst: Elem) -> str:
+    def bitcast(self, e: CEmitter, x: str, src: Elem, dst: Elem) -> str:
         """``as_<type>``."""
         return f"as_{self.types[dst]}({x})"
+
+    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str | None:
+        """OpenCL C's integer built-ins (``popcount``, ``clz``, ``mul_hi``, ``add_sat``,
+        ``sub_sat``); the rest are the emitter's helpers."""
+        call = _INT_BUILTINS.get(fn)
+        if call is None:
+            return None
+        text = f"{call}({', '.join(args)})"
+        counts = fn in (ir.MathFn.COUNT_ONES, ir.MathFn.LEADING_ZEROS)
+        return f"((uint){text})" if counts else text
 
     def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
         """The work-item functions (``size_t``, as ``uint``)."""
@@ -208,12 +232,14 @@ class OpenclDialect(StandardC):
 
     def pointer(self, e: CEmitter, array: ArrayRef, const: bool) -> str:
         """With its address space."""
-        space = "__local" if array.shared else "__global"
+        space = "__local" if array.shared else "__private" if array.local else "__global"
         return f"{space} {super().pointer(e, array, const)}"
 
     def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
                operands: list[str]) -> str:
-        """The built-ins, 64-bit ones from the extensions; f32 add by compare-exchange."""
+        """The built-ins, 64-bit ones from the extensions; f32 add, max and min by
+        compare-exchange on the bits (max and min stop once the element holds the
+        result, so an element already there is never written)."""
         args = ", ".join([f"&{element}", *operands])
         if array.elem in (Elem.I32, Elem.U32):
             return f"atomic_{_ATOMICS[op]}({args})"
@@ -221,28 +247,48 @@ class OpenclDialect(StandardC):
             e.need(Need.INT64_ATOMICS)
             return f"atom_{_ATOMICS[op]}({args})"
         space = "__local" if array.shared else "__global"
-        name = f"cc_atomic_add_f32_{'local' if array.shared else 'global'}"
+        name = f"cc_atomic_{op.value}_f32_{'local' if array.shared else 'global'}"
+        new = {ir.AtomicOp.ADD: "as_float(assumed) + v",
+               ir.AtomicOp.MAX: "fmax(as_float(assumed), v)",
+               ir.AtomicOp.MIN: "fmin(as_float(assumed), v)"}[op]
         e.helper(name, lambda: e.function("float", name, [(f"volatile {space} float*", "p"),
                                                          ("float", "v")], [
             f"volatile {space} uint* q = (volatile {space} uint*)p;",
             "uint old = *q, assumed;",
             "do {",
             "    assumed = old;",
-            "    old = atomic_cmpxchg(q, assumed, as_uint(as_float(assumed) + v));",
+            f"    const uint next = as_uint({new});",
+            "    if (next == assumed) break;",
+            "    old = atomic_cmpxchg(q, assumed, next);",
             "} while (old != assumed);",
             "return as_float(old);"]))
         return f"{name}({args})"
 
     def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: Elem) -> str:
-        """Subgroup functions; bool has none."""
+        """``cl_khr_subgroups``' functions (``all``/``any`` of an int), and the
+        products, ballots and shuffles of the ``cl_khr_subgroup_*`` extensions (which
+        the device must report); a bool broadcast is refused."""
         e.need(Need.SUBGROUPS)
+        match fn:
+            case ir.PlaneFn.ALL | ir.PlaneFn.ANY:
+                return f"(sub_group_{fn.value}((int)({value})) != 0)"
+            case ir.PlaneFn.BALLOT:
+                e.need(Need.SUBGROUP_BALLOT)
+                return f"sub_group_ballot((int)({value})).x"
         if t is Elem.BOOL:
             e.fail(f"plane_{fn.value} of bool needs a subgroup broadcast of bool, "
                    "which cl_khr_subgroups lacks")
-        if lane is not None:  # BROADCAST, the one plane function with a lane
-            return f"sub_group_broadcast({value}, {lane})"
-        return f"sub_group_reduce_{'add' if fn is ir.PlaneFn.SUM else 'max'}({value})"
+        match fn:
+            case ir.PlaneFn.BROADCAST:
+                return f"sub_group_broadcast({value}, {lane})"
+            case ir.PlaneFn.PROD:
+                e.need(Need.SUBGROUP_ARITHMETIC)
+                return f"sub_group_non_uniform_reduce_mul({value})"
+            case ir.PlaneFn.SHUFFLE_XOR:
+                e.need(Need.SUBGROUP_SHUFFLE)
+                return f"sub_group_shuffle_xor({value}, {lane})"
+        return f"{_SUBGROUP_FNS[fn]}({value})"
 
     def head(self, e: CEmitter) -> list[str]:
         """The extensions the program uses."""

@@ -474,16 +474,17 @@ def test_f32_atomic_add_on_shared(client: ComputeClient) -> None:
     np.testing.assert_array_equal(client.read(ho), [-32.0])
 
 
-def test_float_atomics_other_than_add_are_refused(client: ComputeClient) -> None:
-    """The IR has atomic add alone on floats: the core's check refuses the rest."""
-    k = make("atomics_f32_min", [("out", E.F32, True)], (
-        ir.AtomicStmt(ir.AtomicOp.MIN, "out", c(0, E.U32), ir.Cast(UNIT, E.F32), None, None),
+def test_float_atomics_other_than_add_max_min_are_refused(client: ComputeClient) -> None:
+    """The IR has atomic add, max and min alone on floats: the core's check refuses the
+    rest."""
+    k = make("atomics_f32_xor", [("out", E.F32, True)], (
+        ir.AtomicStmt(ir.AtomicOp.XOR, "out", c(0, E.U32), ir.Cast(UNIT, E.F32), None, None),
     ))
     with pytest.raises(CompilationError) as info:
         launch(client, k, CubeCount(1), CubeDim(64), [client.empty(1, np.float32)])
     assert info.value.backend == "opencl"
-    assert info.value.message == ("atomic min is on i32, u32, i64, u64 elements, but 'out' "
-                                  "holds f32, in `atomic_min(out, 0:u32, f32(UNIT_POS))`")
+    assert info.value.message == ("atomic xor is on i32, u32, i64, u64 elements, but 'out' "
+                                  "holds f32, in `atomic_xor(out, 0:u32, f32(UNIT_POS))`")
 
 
 @kernel

@@ -5,18 +5,17 @@ The artifact (kind ``spirv``) is the SPIR-V module's bytes; its header is the
 array bindings and the metadata words) plus the kernel's name and the glslang that
 built it.
 
-Pipeline-cache data is kept beside it, in a map of its own of the same store
-namespace prefix (``vulkan/<version>/<variant>/pipeline-cache``), keyed by a hash of
-the artifact (payload and header): load seeds a ``VkPipelineCache`` with what a
-previous process stored there, and the first process to create the pipeline stores
-the cache's data. The store is insert-only, so that data is written once per
-artifact; the variant holds ``pipelineCacheUUID``, so it is never handed to a driver
-that cannot use it.
+Pipeline-cache data is the driver's data of the store's
+:class:`~cubecl_server.backend.DriverCache` (``store.driver_cache``), kept beside the
+artifact by a hash of it: load seeds a ``VkPipelineCache`` with what a previous
+process kept, and hands back the cache's data after creating the pipeline, which is
+stored when it differs (the first load, or one that added to it). The variant holds
+``pipelineCacheUUID``, so the data is never handed to a driver that cannot use it;
+data the driver refuses is purged and the pipeline built without it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from cubecl_server.backend import (
@@ -30,9 +29,7 @@ from cubecl_server.backend import (
     CubeDim,
     DriverError,
     ExecutionMode,
-    KernelCacheKey,
     StoreNames,
-    compilation_store,
 )
 from cubecl_server.ir import Kernel
 from cubecl_vulkan import glslang
@@ -41,16 +38,10 @@ from cubecl_vulkan.device import BACKEND, PhysicalDevice
 from cubecl_vulkan.pipeline import LoadedKernel, build_pipeline, spirv_problem
 from cubecl_vulkan.server import VulkanServer
 
-__all__ = [
-    "KIND", "PIPELINE_CACHE_KIND", "STORE_NAMES", "PIPELINE_CACHE_NAMES",
-    "VulkanArtifactCompiler", "VulkanTarget", "pipeline_cache_key",
-]
+__all__ = ["KIND", "STORE_NAMES", "VulkanArtifactCompiler", "VulkanTarget"]
 
 KIND = "spirv"
-PIPELINE_CACHE_KIND = "vk-pipeline-cache"
 STORE_NAMES = StoreNames(kernels="spirv", sources="glsl")
-PIPELINE_CACHE_NAMES = StoreNames(kernels="pipeline-cache", sources="pipeline-cache-source")
-"""The map pipeline-cache data is kept in (its sources map is not used)."""
 
 _CONTEXT_LINES = 2
 
@@ -124,14 +115,6 @@ class VulkanArtifactCompiler:
         return Artifact(KIND, spirv, header)
 
 
-def pipeline_cache_key(artifact: Artifact) -> KernelCacheKey:
-    """Where the pipeline-cache data of ``artifact`` is kept: a hash of the artifact."""
-    h = hashlib.sha256(b"vk-pipeline-cache\0")
-    h.update(artifact.payload)
-    h.update(json.dumps(artifact.header, sort_keys=True).encode())
-    return KernelCacheKey(h.hexdigest())
-
-
 class VulkanTarget:
     """Loads SPIR-V as compute pipelines on one server's device; its store is the one
     the core opened for the device's variant."""
@@ -139,12 +122,6 @@ class VulkanTarget:
     def __init__(self, server: VulkanServer, store: ArtifactStore | None) -> None:
         self.server = server
         self.store = store
-
-    @property
-    def pipeline_caches(self) -> ArtifactStore | None:
-        """The map of pipeline-cache data, beside the artifacts of the device's variant
-        (None when caching is off)."""
-        return compilation_store(BACKEND, self.server.physical.variant, PIPELINE_CACHE_NAMES)
 
     def load(self, artifact: Artifact) -> LoadedKernel:
         """Create the artifact's pipeline, seeded with stored pipeline-cache data.
@@ -162,25 +139,21 @@ class VulkanTarget:
         if problem is not None:
             raise ArtifactRejected(problem)
         name = str(artifact.header.get("kernel", "kernel"))
-        caches = self.pipeline_caches
-        key = pipeline_cache_key(artifact)
-        stored = caches.get(key) if caches is not None else None
-        initial = stored.payload if stored is not None and stored.kind == PIPELINE_CACHE_KIND \
-            else None
+        caches = self.store.driver_cache if self.store is not None else None
+        initial = caches.get(artifact) if caches is not None else None
         device = self.server.vkdevice
         try:
             loaded = build_pipeline(device, name, artifact.payload, layout, initial)
         except DriverError as e:
-            if initial is None:
+            if initial is None or caches is None:
                 raise ArtifactRejected(str(e)) from e
             # The stored cache data may be what the driver chokes on: drop it, retry.
-            assert caches is not None
-            caches.purge(key)
+            caches.purge(artifact)
             try:
                 loaded = build_pipeline(device, name, artifact.payload, layout, None)
             except DriverError as e2:
                 raise ArtifactRejected(str(e2)) from e2
-        if caches is not None and loaded.cache_data and not loaded.seeded:
-            caches.put(key, Artifact(PIPELINE_CACHE_KIND, loaded.cache_data, {"kernel": name}))
+        if caches is not None:
+            caches.update(artifact, loaded.cache_data)
         self.server.kernels.append(loaded)
         return loaded

@@ -221,7 +221,8 @@ def _describe(vk: Any, handle: Any) -> PhysicalDevice | None:
     v11, v12, af = chain.get("v11"), chain.get("v12"), chain.get("atomic_float")
     ops = sub.supportedOperations
     wanted_ops = (vk.VK_SUBGROUP_FEATURE_BASIC_BIT | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
-                  | vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT)
+                  | vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
+                  | vk.VK_SUBGROUP_FEATURE_BALLOT_BIT)
     limits = props.limits
     features = ShaderFeatures(
         float64=bool(core.shaderFloat64),

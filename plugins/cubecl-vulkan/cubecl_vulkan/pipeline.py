@@ -54,8 +54,8 @@ class LoadedKernel:
     meta_bytes: int = field(init=False)
 
     def __post_init__(self) -> None:
-        # The metadata range bound at binding 0 (a descriptor range cannot be empty).
-        self.meta_bytes = max(4, 4 * self.layout.meta_words)
+        # The info words' range bound at binding 0 (a descriptor range cannot be empty).
+        self.meta_bytes = max(4, 4 * self.layout.info.words)
 
     def destroy(self, device: VulkanDevice) -> None:
         """Destroy the Vulkan objects (no work may still use them)."""

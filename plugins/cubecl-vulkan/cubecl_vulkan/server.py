@@ -6,22 +6,22 @@ the host needs results: ``read``, ``write``, ``sync``, or a full batch. A submit
 waits on its fence; with nothing in flight afterwards, every per-batch resource
 (the metadata arena, freed buffers) is reclaimed at that point.
 
-Per launch, the metadata words (scalars, lengths, shapes, strides) are written into
-a host-visible arena at an aligned offset handed to the shader as the dynamic offset
-of binding 0. The array bindings do not change with it, so a descriptor set is
-cached per kernel and set of buffer ranges: a hot launch allocates nothing in
-Vulkan and makes four raw calls (bind pipeline, bind set, dispatch, barrier).
+Per launch, the info words (the core's ``InfoLayout``: scalars, lengths, shapes,
+strides, the cube count) are written into a host-visible arena at an aligned offset
+handed to the shader as the dynamic offset of binding 0. The array bindings do not
+change with it, so a descriptor set is cached per kernel and set of buffer ranges: a
+hot launch allocates nothing in Vulkan and makes four raw calls (bind pipeline, bind
+set, dispatch, barrier).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from cubecl_server.backend import Binding, CubeCount, CubeDim, DeviceInfo
+from cubecl_server.backend import Binding, CubeCount, CubeDim, DeviceInfo, fold_count
 from cubecl_vulkan.device import PhysicalDevice, VulkanDevice, check, vk_error
 from cubecl_vulkan.pipeline import LoadedKernel
 from cubecl_vulkan.storage import VulkanBuffer, VulkanStorage
@@ -176,12 +176,12 @@ class VulkanServer:
                              f"given {len(arrays)}")
         if count.total == 0:
             return
-        groups = self._groups(count)
+        groups = fold_count(count, self.physical.max_workgroup_count)
         meta_bytes = kernel.meta_bytes
         if self._arena_at + meta_bytes > ARENA_BYTES:
             self.sync()
         at = self._arena_at
-        self._fill_meta(kernel, at // 4, count, arrays, scalars)
+        kernel.layout.info.pack(self._arena_words, at // 4, count, arrays, scalars)
         self._arena_at = _round_up(at + meta_bytes, self._align)
         descriptor_set = self._descriptor_set(kernel, arrays)
 
@@ -200,47 +200,6 @@ class VulkanServer:
         self._dispatches += 1
         if self._dispatches >= MAX_BATCH:
             self.sync()
-
-    def _groups(self, count: CubeCount) -> tuple[int, int, int]:
-        """The work groups to dispatch for ``count``: as asked where the device allows
-        it, else the same number of cubes folded over the axes (the shader maps them
-        back from the count in the metadata, and the surplus ones leave at once)."""
-        mx, my, mz = self.physical.max_workgroup_count
-        if count.x <= mx and count.y <= my and count.z <= mz:
-            return count.x, count.y, count.z
-        total = count.total
-        gx = min(total, mx)
-        gy = min(-(-total // gx), my)
-        gz = -(-total // (gx * gy))
-        if gz > mz or total >= 1 << 32:
-            raise ValueError(f"cube count {(count.x, count.y, count.z)} has more cubes than "
-                             f"the device can dispatch (maxComputeWorkGroupCount "
-                             f"{(mx, my, mz)})")
-        return gx, gy, gz
-
-    def _fill_meta(self, kernel: LoadedKernel, word: int, count: CubeCount,
-                   arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
-        words = self._arena_words
-        for e in kernel.layout.meta:
-            if e.kind == "count":
-                words[word:word + 3] = (count.x, count.y, count.z)
-            elif e.kind == "scalar":
-                raw = scalars[e.index].tobytes()
-                if len(raw) < 4:
-                    raw = raw.ljust(4, b"\0")
-                words[word:word + e.words] = np.frombuffer(raw, np.uint32)
-            else:
-                b = arrays[e.index]
-                if e.kind == "len":
-                    value = b.size // (b.elem.bits // 8)
-                elif e.dim >= len(b.shape):
-                    value = 1  # past the rank: extent 1, stride 1
-                elif e.kind == "shape":
-                    value = b.shape[e.dim]
-                else:
-                    value = math.prod(b.shape[e.dim + 1:])  # the C-order stride
-                words[word] = value & 0xFFFFFFFF
-            word += e.words
 
     def _descriptor_set(self, kernel: LoadedKernel, arrays: Sequence[Binding]) -> Any:
         """The cached ``VkDescriptorSet[1]`` binding ``arrays`` for ``kernel``."""
