@@ -7,7 +7,7 @@ PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
 PLUGINS := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-cuda
 EXAMPLE := examples/cubecl-example examples/cubecl-c
 
-.PHONY: demo test lint bench venv system-deps clean
+.PHONY: demo test lint bench mutation venv system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ test: venv system-deps
 
 lint: venv
 	$(BIN)/ruff check .
+
+## mutation: how many deliberate faults of the cpu backend and the compile path the
+## conformance suite alone catches (docs/conformance.md); not part of `make test`
+mutation: venv
+	$(PIP) -e '.[dev]'
+	$(BIN)/python scripts/mutation.py
 
 ## bench: every figure of BENCHMARKS.md (QUICK=1 for the three-minute version)
 bench: venv

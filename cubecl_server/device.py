@@ -51,7 +51,10 @@ class Capabilities:
     the backend can dispatch, folding included); the default is the smallest that
     Vulkan, CUDA and WebGPU all guarantee. ``int64`` says whether kernels may use
     64-bit integers (``i64``, ``u64``) at all; core WGSL and many mobile GPUs have
-    none. Atomics on them need ``int64`` and an entry in ``atomics``.
+    none. Atomics on them need ``int64`` and an entry in ``atomics``. ``barrier`` says
+    whether the units of a cube can meet at ``sync_cube()`` (an IR ``Barrier``); a
+    device without it runs no kernel that synchronises its cube, and the conformance
+    suite skips those tests, naming the capability.
     """
 
     f64: bool
@@ -63,3 +66,4 @@ class Capabilities:
     device_present: bool = True
     max_cube_count: tuple[int, int, int] = (65535, 65535, 65535)
     int64: bool = True
+    barrier: bool = True

@@ -14,7 +14,8 @@ from cubecl_server.device import MAX_UNITS, Capabilities
 from cubecl_server.errors import LaunchError
 from cubecl_server.kernel import CubeCount, CubeDim
 
-__all__ = ["check_launch", "cube_count_error", "elems_used", "shared_memory_bytes"]
+__all__ = ["check_launch", "cube_count_error", "elems_used", "shared_memory_bytes",
+           "uses_barrier"]
 
 _INT64 = frozenset({ir.Elem.I64, ir.Elem.U64})
 
@@ -22,6 +23,11 @@ _INT64 = frozenset({ir.Elem.I64, ir.Elem.U64})
 def shared_memory_bytes(kernel: ir.Kernel) -> int:
     """The bytes of cube-local memory one cube of ``kernel`` declares."""
     return sum(sh.size * (sh.elem.bits // 8) for sh in kernel.shared)
+
+
+def uses_barrier(kernel: ir.Kernel) -> bool:
+    """Whether ``kernel`` synchronises its cube anywhere (an IR ``Barrier``)."""
+    return any(isinstance(n, ir.Barrier) for n in ir.walk(kernel.body))
 
 
 def elems_used(kernel: ir.Kernel) -> frozenset[ir.Elem]:
@@ -38,8 +44,8 @@ def elems_used(kernel: ir.Kernel) -> frozenset[ir.Elem]:
 
 def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> None:
     """Raise ``LaunchError`` when the device cannot run ``kernel`` in cubes of
-    ``cube_dim``: more units per cube, or more shared memory, than it has, or a
-    64-bit integer type on a device without them."""
+    ``cube_dim``: more units per cube, or more shared memory, than it has, a 64-bit
+    integer type on a device without them, or a barrier on a device without barriers."""
     if cube_dim.total > caps.max_cube_dim:
         raise LaunchError(
             f"kernel {kernel.name!r}: a cube of {cube_dim.x}x{cube_dim.y}x{cube_dim.z} = "
@@ -51,6 +57,10 @@ def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> No
             raise LaunchError(
                 f"kernel {kernel.name!r} uses {' and '.join(wide)}, and the device has no "
                 "64-bit integers (Capabilities.int64 is False); use i32/u32")
+    if not caps.barrier and uses_barrier(kernel):
+        raise LaunchError(
+            f"kernel {kernel.name!r} synchronises its cube (sync_cube), and the device has "
+            "no barriers (Capabilities.barrier is False)")
     used = shared_memory_bytes(kernel)
     if used > caps.shared_memory_bytes:
         raise LaunchError(

@@ -24,3 +24,27 @@ def test_a_backend_without_64_bit_integers_skips_what_needs_them(tmp_path: Path)
     assert narrow and set(narrow) <= set(run.with_outcome("passed")) | set(skipped)
     # Folded onto y past 65,535 cubes along x, the 64 MiB launch still runs.
     assert "TestMemory::test_large_array" in run.with_outcome("passed")
+
+
+def test_backends_without_shared_memory_or_barriers_skip_what_needs_them(
+        tmp_path: Path) -> None:
+    site = _site(tmp_path, "cubecl_bare", "cubecl-bare")
+    select = ("TestCompileOnly or TestKernelSet or TestWeakIntegers or TestSharedBounds "
+              "or TestPlane")
+    lacks = {"no_shared": "shared memory of", "no_barrier": "barriers (sync_cube"}
+    for backend, why in lacks.items():
+        run = run_suite(backend, ["-k", select], env={"PYTHONPATH": str(site)})
+        assert run.returncode == 0, run.output[-3000:]
+        skipped = run.with_outcome("skipped")
+        shared = [t for t in run.outcomes if any(
+            k in t for k in ("reduce_sum", "matmul", "softmax", "scan", "weak_tree_sum",
+                             "weak_tiled_matmul", "TestWeakIntegers", "TestSharedBounds"))]
+        compile_only = [t for t in shared if "TestCompileOnly" in t]
+        assert len(compile_only) >= 6, compile_only
+        assert set(shared) <= set(skipped), sorted(set(shared) - set(skipped))
+        assert all(why in run.messages[t] for t in shared), {
+            t: run.messages[t] for t in shared if why not in run.messages[t]}
+        assert "TestCompileOnly::test_lower_and_finalize[saxpy]" in run.with_outcome("passed")
+        planes = [t for t in run.outcomes if "TestPlane" in t]
+        assert planes and all("plane (subgroup) operations" in run.messages[t]
+                              for t in planes), planes

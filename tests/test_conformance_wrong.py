@@ -2,7 +2,9 @@
 
 Each backend of ``tests/wrong_backends`` is installed as a distribution through a
 hand-written ``.dist-info`` on ``PYTHONPATH`` and run through the suite in a fresh
-process.
+process: each fault fails the test that names it, with a message that says what the
+backend did, and the tests it has nothing to do with still pass; a backend that cannot
+compile the trivial kernel fails the smoke test alone.
 """
 
 from __future__ import annotations
@@ -87,3 +89,56 @@ def test_cli_applies_the_expected_failures_the_backend_declares(tmp_path: Path) 
     assert "cubecl expected failures: 1" in out, out[:3000]
     assert "XFAIL" in out and "a + b is a + b + 1 here" in out, out[-3000:]
     assert " passed" in out, "the mul tests still run and pass"
+
+
+# backend module, backend, the tests run (-k), the test its fault must fail, words of
+# that failure's message, a test that must still pass (the fault is that one thing)
+FAULTS = [
+    ("cubecl_wrong_index", "wrong_index", "TestSignedIndices or test_saxpy",
+     "TestSignedIndices::test_negative_index_reads_zero_and_drops_the_write",
+     "must read 0, not wrap", "TestKernelSet::test_saxpy"),
+    ("cubecl_wrong_nesting", "wrong_nesting", "TestNestedBranches or test_saxpy",
+     "TestNestedBranches::test_nested_unit_dependent_branches",
+     "only where the outer conditions hold", "TestKernelSet::test_saxpy"),
+    ("cubecl_wrong_plane", "wrong_plane", "TestPlaneUnderBranch or test_plane_ops",
+     "TestPlaneUnderBranch::test_plane_ops_inside_a_unit_dependent_branch",
+     "must contribute nothing", "TestPlane::test_plane_ops"),
+    ("cubecl_wrong_bound", "wrong_bound", "TestBoundByOne or test_saxpy",
+     "TestBoundByOne::test_stores_under_the_bound", "must keep -7",
+     "TestKernelSet::test_saxpy"),
+    ("cubecl_wrong_prefix", "wrong_prefix", "test_key_sharing or test_second_value",
+     "TestStore::test_key_sharing_a_long_prefix_is_a_miss", "keys must match exactly",
+     "TestStore::test_second_value_for_a_stored_key_leaves_the_first"),
+    ("cubecl_wrong_overwrite", "wrong_overwrite", "test_key_sharing or test_second_value",
+     "TestStore::test_second_value_for_a_stored_key_leaves_the_first", "first writer wins",
+     "TestStore::test_key_sharing_a_long_prefix_is_a_miss"),
+]
+
+
+@pytest.mark.parametrize(("module", "backend", "select", "fails", "says", "passes"), FAULTS,
+                         ids=[f[1] for f in FAULTS])
+def test_each_fault_fails_the_test_that_names_it(tmp_path: Path, module: str, backend: str,
+                                                 select: str, fails: str, says: str,
+                                                 passes: str) -> None:
+    run = _run(tmp_path, module, module.replace("_", "-"), backend, select)
+    assert run.returncode == 1, run.output[-3000:]
+    failed = run.with_outcome("failed")
+    assert fails in failed, (failed, run.output[-3000:])
+    assert says in run.messages[fails], run.messages[fails]
+    assert passes in run.with_outcome("passed"), (passes, run.outcomes.get(passes),
+                                                  run.messages.get(passes, "")[:2000])
+
+
+def test_a_backend_that_cannot_compile_fails_once_and_skips_the_rest(tmp_path: Path) -> None:
+    site = _site(tmp_path, "cubecl_broken", "cubecl-broken")
+    run = run_suite("broken", env={"PYTHONPATH": str(site)})
+    assert run.returncode == 1, run.output[-3000:]
+    failed = run.with_outcome("failed") + run.with_outcome("error")
+    assert len(failed) == 1 and failed[0].endswith("test_the_trivial_kernel_compiles_and_runs"), \
+        failed
+    message = run.messages[failed[0]]
+    assert "cannot compile the trivial kernel" in message, message
+    skipped = run.with_outcome("skipped")
+    assert len(skipped) == len(run.outcomes) - 1 > 300, (len(skipped), len(run.outcomes))
+    assert all("the smoke test" in run.messages[t] for t in skipped), next(
+        run.messages[t] for t in skipped if "the smoke test" not in run.messages[t])

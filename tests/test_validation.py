@@ -47,6 +47,15 @@ def test_too_much_shared_memory_is_refused_before_compiling() -> None:
     assert records == []  # nothing was compiled
 
 
+def test_a_barrier_on_a_device_without_barriers_is_refused() -> None:
+    c = create_client("cpu")
+    caps = dataclasses.replace(c.capabilities, barrier=False)
+    with pytest.raises(LaunchError, match=r"'hoard' synchronises its cube .*"
+                                          r"Capabilities.barrier is False"):
+        check_launch(hoard.ir(), CubeDim(32), caps)
+    check_launch(high_word.ir(), CubeDim(32), caps)  # no barrier: nothing to refuse
+
+
 def test_too_large_a_cube_is_refused() -> None:
     c = create_client("cpu")
     with pytest.raises(LaunchError, match="32x33x1 = 1056 units exceeds"):

@@ -6,6 +6,10 @@ to the run, loads the backend's own conformance hooks (entry-point group
 ``cubecl_server.conformance``), marks the backend's expected failures, skips tests whose capability
 the backend lacks (naming it), and prints the backend, its distribution, version,
 device and variant in the header.
+
+It runs the suite's smoke test (``test_smoke.py``) first: when the trivial kernel does
+not compile and run, that one failure is reported and every other test of the suite
+is skipped with a line saying why, instead of each failing with the same cause.
 """
 
 from __future__ import annotations
@@ -25,11 +29,14 @@ from cubecl_server.conformance import hookspecs
 from cubecl_server.errors import BackendUnavailable
 
 if TYPE_CHECKING:
+    from cubecl_server import ir
     from cubecl_server.client import ComputeClient
     from cubecl_server.device import Capabilities
+    from cubecl_server.kernel import CubeDim
 
 __all__ = [
-    "HOOKS_GROUP", "SUITE_DIR", "Subject", "subject", "missing_capability",
+    "HOOKS_GROUP", "SUITE_DIR", "SMOKE_MODULE", "Subject", "subject", "missing_capability",
+    "kernel_needs",
     "cubecl_backend", "cubecl_subject", "cubecl_isolated", "cubecl_client", "cubecl_seed",
     "cubecl_rng",
 ]
@@ -40,6 +47,9 @@ SUITE_DIR = Path(__file__).resolve().parent / "suite"
 HOOKS_GROUP = "cubecl_server.conformance"
 """Entry-point group naming, per backend name, the module of the backend's conformance
 hooks (:mod:`cubecl_server.conformance.hookspecs`); the plugin loads it with the suite."""
+
+SMOKE_MODULE = "test_smoke.py"
+"""The suite module that runs first; when one of its tests fails, the rest is skipped."""
 
 _SUBJECT = pytest.StashKey["Subject"]()
 _SEED = pytest.StashKey[int]()
@@ -55,6 +65,8 @@ class Subject:
     device: int | None
     expected: dict[str, str] = field(default_factory=dict)
     matched: set[str] = field(default_factory=set)
+    smoke_failed: str | None = None
+    """The id of the smoke test that failed, once one has: the rest is skipped."""
     _client: ComputeClient | None = None
 
     def client(self) -> ComputeClient:
@@ -103,7 +115,7 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
     """Why ``caps`` do not satisfy the capability ``need``, or None if they do.
 
     Names: ``f64``, ``f16``, ``int64``, ``atomics:<elem>`` (``atomics:i32``),
-    ``shared_memory:<bytes>``, ``cube_dim:<units>``, ``plane``, ``device``.
+    ``shared_memory:<bytes>``, ``cube_dim:<units>``, ``plane``, ``barrier``, ``device``.
     """
     from cubecl_server.ir import Elem
 
@@ -125,9 +137,55 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
         return None if ok else f"cubes of {arg} units (max_cube_dim {caps.max_cube_dim})"
     if kind == "plane":
         return None if caps.plane_size is not None else "plane (subgroup) operations"
+    if kind == "barrier":
+        return None if caps.barrier else "barriers (sync_cube; Capabilities.barrier)"
     if kind == "device":
         return None if caps.device_present else "a device (the backend is compile-only here)"
     raise ValueError(f"unknown capability {need!r} in a requires marker")
+
+
+def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
+    """The capabilities (names as :func:`missing_capability` takes them) a device needs
+    to compile and run ``kernel`` in cubes of ``cube_dim``: read from its IR, so a test
+    that only lowers a kernel skips on a device that could never launch it."""
+    from cubecl_server import ir as _ir
+    from cubecl_server.validation import elems_used, shared_memory_bytes, uses_barrier
+
+    needs = [f"cube_dim:{cube_dim.total}"]
+    elems = elems_used(kernel)
+    needs += [e.value for e in (_ir.Elem.F64, _ir.Elem.F16) if e in elems]
+    if elems & {_ir.Elem.I64, _ir.Elem.U64}:
+        needs.append("int64")
+    if kernel.shared:
+        needs.append(f"shared_memory:{shared_memory_bytes(kernel)}")
+    if uses_barrier(kernel):
+        needs.append("barrier")
+    nodes = list(_ir.walk(kernel.body))
+    if any(isinstance(n, _ir.PlaneOp) for n in nodes):
+        needs.append("plane")
+    needs += sorted({f"atomics:{_atomic_need(kernel, n).value}"
+                     for n in nodes if isinstance(n, _ir.AtomicStmt)})
+    return needs
+
+
+def _atomic_need(kernel: ir.Kernel, atomic: ir.AtomicStmt) -> ir.Elem:
+    """The element type whose atomics an atomic needs: its array's, except ``max`` and
+    ``min`` on f32, a compare-exchange loop on the bits (``docs/ir.md``)."""
+    from cubecl_server import ir as _ir
+
+    elem = _atomic_elem(kernel, atomic.array)
+    if elem is _ir.Elem.F32 and atomic.op in (_ir.AtomicOp.MAX, _ir.AtomicOp.MIN):
+        return _ir.Elem.U32
+    return elem
+
+
+def _atomic_elem(kernel: ir.Kernel, array: str) -> ir.Elem:
+    """The element type of the array (parameter or shared) an atomic acts on."""
+    for decl in (*kernel.params, *kernel.shared, *getattr(kernel, "local_arrays", ())):
+        if decl.name == array:
+            return decl.elem
+    raise ValueError(f"kernel {kernel.name!r}: an atomic on {array!r}, which it does not "
+                     "declare")
 
 
 def _in_suite(path: Path) -> bool:
@@ -172,8 +230,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers; when a backend is named, add the suite to the run."""
     config.addinivalue_line("markers", "requires(*capabilities): the test needs these "
-                            "backend capabilities (f64, f16, atomics:i32, shared_memory:N, "
-                            "cube_dim:N, plane, device); skipped, naming them, otherwise")
+                            "backend capabilities (f64, f16, int64, atomics:i32, "
+                            "shared_memory:N, cube_dim:N, plane, barrier, device); skipped, "
+                            "naming them, otherwise")
     config.addinivalue_line("markers", "compile_only: the test runs without a device "
                             "(lower and finalize only)")
     backend = config.getoption("cubecl_backend", None) or config.getini("cubecl_backend")
@@ -243,7 +302,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"cubecl capabilities: f64={caps.f64} f16={caps.f16} int64={caps.int64} "
         f"atomics={atomics} "
         f"shared_memory={caps.shared_memory_bytes}B max_cube_dim={caps.max_cube_dim} "
-        f"plane_size={caps.plane_size} device_present={caps.device_present}",
+        f"plane_size={caps.plane_size} barrier={caps.barrier} "
+        f"device_present={caps.device_present}",
     ]
     if subj.expected:
         lines.append(f"cubecl expected failures: {len(subj.expected)}")
@@ -251,9 +311,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the backend's expected failures as strict xfails."""
+    """Run the smoke test first, and mark the backend's expected failures as strict
+    xfails."""
     subj = subject(config)
-    if subj is None or not subj.expected:
+    if subj is None:
+        return
+    # Stable: the smoke tests move to the front, everything else keeps its order.
+    items.sort(key=lambda item: not _is_smoke(item))
+    if not subj.expected:
         return
     for item in items:
         if not _in_suite(Path(item.path).resolve()):
@@ -265,6 +330,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.xfail(reason=f"expected on {subj.backend}: "
                                                   f"{reason}", strict=True))
                 break
+
+
+def _is_smoke(item: pytest.Item) -> bool:
+    path = Path(item.path).resolve()
+    return _in_suite(path) and path.name == SMOKE_MODULE
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -279,12 +349,20 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip a suite test whose capability the backend lacks, naming the capability."""
+    """Skip a suite test whose capability the backend lacks, naming the capability, and
+    every test after a failed smoke test, saying so."""
     subj = subject(item.config)
     if subj is None or not _in_suite(Path(item.path).resolve()):
         return
+    if subj.smoke_failed is not None and not _is_smoke(item):
+        pytest.skip(f"the smoke test {subj.smoke_failed} failed: backend {subj.backend!r} "
+                    "cannot compile and run the trivial kernel, so every other test would "
+                    "fail the same way; fix that failure (above) first")
     caps = subj.capabilities
     needs = [str(n) for m in item.iter_markers("requires") for n in m.args]
+    if any(n.startswith("shared_memory:") for n in needs):
+        # Every shared-memory kernel of the suite meets its cube at barriers.
+        needs.append("barrier")
     if item.get_closest_marker("compile_only") is None:
         needs.append("device")
     for need in needs:
@@ -296,8 +374,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Iterator[None]:
-    """Put the test's random seed beside its failure, so it can be rerun with it."""
+    """Put the test's random seed beside its failure, so it can be rerun with it; note a
+    failed smoke test, so that the rest of the suite is skipped."""
     report = yield
+    subj = subject(item.config)
+    if (subj is not None and subj.smoke_failed is None and report.failed
+            and _is_smoke(item)):
+        subj.smoke_failed = suite_id(item)
     seed = item.stash.get(_SEED, None)
     if seed is not None and report.failed:
         report.sections.append(("cubecl seed", f"seed {seed}: rerun with --cubecl-seed "

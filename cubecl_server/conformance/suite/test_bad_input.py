@@ -62,10 +62,16 @@ class TestBadInput:
         with pytest.raises(CompilationError) as info:
             cubecl_client.prepare(bad, CubeDim(32))  # type: ignore[arg-type]
         err = info.value
-        assert err.kernel == "reads_a_missing_array", err.kernel
-        assert err.backend == cubecl_client.backend
-        assert "reads_a_missing_array" in str(err)
-        assert isinstance(err.log, str)
+        assert err.kernel == "reads_a_missing_array", (
+            f"the CompilationError names kernel {err.kernel!r}, expected "
+            "'reads_a_missing_array'")
+        assert err.backend == cubecl_client.backend, (
+            f"the CompilationError names backend {err.backend!r}, expected "
+            f"{cubecl_client.backend!r}")
+        assert "reads_a_missing_array" in str(err), (
+            f"the CompilationError's message does not name the kernel: {err}")
+        assert isinstance(err.log, str), (
+            f"the CompilationError's log is {type(err.log).__name__}, expected str")
 
     @pytest.mark.compile_only
     def test_f64_without_the_capability_is_a_compilation_error(
@@ -74,7 +80,8 @@ class TestBadInput:
             pytest.skip("the backend supports f64: nothing to refuse")
         with pytest.raises(CompilationError) as info:
             cubecl_client.prepare(kernels.f64_kernel, CubeDim(32))
-        assert info.value.kernel == "f64_kernel"
+        assert info.value.kernel == "f64_kernel", (
+            f"the CompilationError names kernel {info.value.kernel!r}, expected 'f64_kernel'")
         assert "f64" in str(info.value) or "double" in str(info.value), (
             "the CompilationError should say that f64 is what the device lacks: "
             f"{info.value}")

@@ -56,10 +56,15 @@ def _stages(record: dict[str, Any] | CompilationRecord) -> set[str]:
     return {s["name"] for s in record["stages"]}
 
 
+_NO_STORE = ("backend {!r}: its CompilationTarget has no store (target.store is None) with "
+             "caching on and a writable cache directory: the core opened one and handed it "
+             "to the `target` factory, which must keep it, or nothing compiled is kept for "
+             "the next process")
+
+
 def _kernels_namespace(c: ComputeClient) -> str:
     store = c.loader.target.store
-    assert store is not None, (f"backend {c.backend!r}: its CompilationTarget has no store "
-                               "with caching on and a writable cache directory")
+    assert store is not None, _NO_STORE.format(c.backend)
     return store.kernels_namespace
 
 
@@ -79,46 +84,62 @@ class TestCompilePath:
                                                           cubecl_client: ComputeClient) -> None:
         with recording(cubecl_client) as recs:
             _launch_scale(cubecl_client)
-        assert _outcomes(recs) == ["compiled"], recs
+        assert _outcomes(recs) == ["compiled"], (
+            f"the first launch in a fresh cache recorded {_outcomes(recs)}, expected "
+            "['compiled']")
         rec = recs[0]
-        assert rec.backend == cubecl_client.backend
-        assert rec.variant == cubecl_client.loader.artifact_compiler.variant
+        assert rec.backend == cubecl_client.backend, (
+            f"the record names backend {rec.backend!r}, expected {cubecl_client.backend!r}")
+        variant = cubecl_client.loader.artifact_compiler.variant
+        assert rec.variant == variant, (
+            f"the record names variant {rec.variant!r}, expected the ArtifactCompiler's "
+            f"{variant!r}")
         missing = {"lower", "finalize"} - _stages(rec)
         assert not missing, (f"a compiled record must report the stages 'lower' and "
                              f"'finalize' (the loader times them); "
                              f"missing {sorted(missing)}, got {sorted(_stages(rec))}")
         assert rec.artifact_size > 0, "the compiled artifact is empty"
-        assert all(s.ms >= 0 for s in rec.stages)
+        negative = [(s.name, s.ms) for s in rec.stages if s.ms < 0]
+        assert not negative, f"stages with a negative duration: {negative}"
 
     def test_second_launch_is_the_hot_path(self, cubecl_client: ComputeClient) -> None:
         with recording(cubecl_client) as recs:
             _launch_scale(cubecl_client)
             _launch_scale(cubecl_client, k=3.0)
-        assert _outcomes(recs) == ["compiled"], "a loaded kernel was obtained again"
+        assert _outcomes(recs) == ["compiled"], (
+            f"two launches of one kernel in one client recorded {_outcomes(recs)}, "
+            "expected ['compiled']: a loaded kernel was obtained again")
 
     def test_fresh_process_loads_what_was_stored(self, cubecl_subject: Subject) -> None:
+        _kernels_namespace(create_client(cubecl_subject.backend, cubecl_subject.device))
         cold = child_records(cubecl_subject.backend, cubecl_subject.device, [256])
         warm = child_records(cubecl_subject.backend, cubecl_subject.device, [256])
-        assert [r["outcome"] for r in cold] == ["compiled"], cold
+        assert [r["outcome"] for r in cold] == ["compiled"], (
+            f"the first process recorded {[r['outcome'] for r in cold]}, expected "
+            "['compiled']")
         assert [r["outcome"] for r in warm] == ["loaded"], (
-            f"a fresh process compiled again ({warm[0]['outcome']}) instead of loading "
-            "the artifact the first one stored: the backend's store did not return what "
-            "was stored under this key")
-        assert warm[0]["key"] == cold[0]["key"], "the key is not stable across processes"
+            f"a fresh process compiled again ({[r['outcome'] for r in warm]}) instead of "
+            "loading the artifact the first one stored: the backend's store did not "
+            "return what was stored under this key")
+        assert warm[0]["key"] == cold[0]["key"], (
+            f"the key is not stable across processes: {cold[0]['key']} then "
+            f"{warm[0]['key']}")
         lowered = {"lower", "finalize"} & _stages(warm[0])
         assert not lowered, f"a load from the store must not lower or finalize: {lowered}"
 
     def test_new_client_in_process_loads(self, cubecl_subject: Subject) -> None:
         first = create_client(cubecl_subject.backend, cubecl_subject.device)
+        _kernels_namespace(first)
         with recording(first) as recs:
             _launch_scale(first)
         second = create_client(cubecl_subject.backend, cubecl_subject.device)
         with recording(second) as recs2:
             _launch_scale(second)
-        assert _outcomes(recs) == ["compiled"]
+        assert _outcomes(recs) == ["compiled"], (
+            f"the first client recorded {_outcomes(recs)}, expected ['compiled']")
         assert _outcomes(recs2) == ["loaded"], (
-            "a second client compiled again instead of loading the stored artifact: the "
-            "backend's store did not return what was stored under this key")
+            f"a second client recorded {_outcomes(recs2)} instead of loading the stored "
+            "artifact: the backend's store did not return what was stored under this key")
 
     def test_changed_build_id_rekeys(self, cubecl_subject: Subject,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,24 +152,33 @@ class TestCompilePath:
             "CUBECL_BUILD_ID did not change the build id"
         with recording(rebuilt) as recs2:
             _launch_scale(rebuilt)
-        assert recs2[0].key != recs[0].key
+        assert recs2[0].key != recs[0].key, (
+            f"a new build id gave the same key {recs2[0].key}: the build id must be part "
+            "of the key")
         ac = rebuilt.loader.artifact_compiler
         aid = rebuilt.artifact_id(kernels.scale, CubeDim(256), {})
         compiled = ac.lower(aid.kernel.ir, aid.cube_dim, aid.mode,
                             _null_recording(rebuilt))
         if ac.source(compiled) is None:
-            assert _outcomes(recs2) == ["compiled"]
+            assert _outcomes(recs2) == ["compiled"], (
+                f"with a new build id and no source() the launch recorded "
+                f"{_outcomes(recs2)}, expected ['compiled']")
             pytest.skip("the backend's ArtifactCompiler opts out of source(): a changed "
                         "build id compiles again (outcome compiled, as documented)")
         assert _outcomes(recs2) == ["rekeyed"], (
-            "with an unchanged lowering and a new build id the artifact must be reused "
-            "from the sources map (outcome rekeyed)")
+            f"with an unchanged lowering and a new build id the launch recorded "
+            f"{_outcomes(recs2)}: the artifact must be reused from the sources map "
+            "(outcome rekeyed)")
         stages = _stages(recs2[0])
-        assert "lower" in stages and "finalize" not in stages, stages
+        assert "lower" in stages and "finalize" not in stages, (
+            f"a rekeyed trip must lower (to find the source) and not finalize; its stages "
+            f"were {sorted(stages)}")
         again = create_client(cubecl_subject.backend, cubecl_subject.device)
         with recording(again) as recs3:
             _launch_scale(again)
-        assert _outcomes(recs3) == ["loaded"], "the rekeyed artifact was not stored"
+        assert _outcomes(recs3) == ["loaded"], (
+            f"after rekeying a new client recorded {_outcomes(recs3)}, expected "
+            "['loaded']: the rekeyed artifact was not stored under its new key")
         assert len(_rows(_kernels_namespace(again))) == 2, \
             "rekeying must copy the artifact, keeping the one of the old build"
 
@@ -168,7 +198,9 @@ class TestCompilePath:
         other = f"{loader.artifact_compiler.variant}-conformance-other"
         target = compilation_target(registry().descriptor(name), cubecl_client.server, other)
         store = target.store
-        assert store is not None
+        assert store is not None, (
+            f"the CompilationTarget made for variant {other!r} has no store: the target "
+            "factory must keep the store the core opens for the variant")
         assert store.kernels_namespace != _kernels_namespace(cubecl_client), (
             "the CompilationTarget does not keep the store it is given (the core opens "
             "one per variant): artifacts of one variant would be served to another")
@@ -180,14 +212,19 @@ class TestCompilePath:
         with recording(cubecl_client) as recs:
             fresh.recorder = cubecl_client.loader.recorder
             fresh.get(aid)
-        assert _outcomes(recs) == ["compiled"]
+        assert _outcomes(recs) == ["compiled"], (
+            f"a loader of another variant recorded {_outcomes(recs)}, expected "
+            "['compiled']: an artifact of one variant was served to another")
 
     def test_corrupted_stored_artifact_is_recompiled(self, cubecl_subject: Subject) -> None:
         first = create_client(cubecl_subject.backend, cubecl_subject.device)
         with recording(first):
             _launch_scale(first)
         namespace = _kernels_namespace(first)
-        (key, value), = _rows(namespace)
+        rows = _rows(namespace)
+        assert len(rows) == 1, (f"after compiling one kernel the store holds {len(rows)} "
+                                f"artifacts under {namespace}, expected 1")
+        (key, value), = rows
         broken = value[:-1] + bytes([value[-1] ^ 0xFF])
         with sqlite3.connect(environment_database()) as conn:
             conn.execute("UPDATE entries SET value = ? WHERE namespace = ? AND key = ?",
@@ -195,9 +232,12 @@ class TestCompilePath:
         second = create_client(cubecl_subject.backend, cubecl_subject.device)
         with recording(second) as recs:
             _launch_scale(second)
-        assert _outcomes(recs) == ["compiled"]
-        (_, rewritten), = _rows(namespace)
-        assert rewritten != broken, "the corrupt entry was not purged and rewritten"
+        assert _outcomes(recs) == ["compiled"], (
+            f"with the stored artifact's bytes damaged the launch recorded "
+            f"{_outcomes(recs)}, expected ['compiled']")
+        rows = _rows(namespace)
+        assert len(rows) == 1 and rows[0][1] != broken, (
+            "the corrupt entry was not purged and rewritten")
 
     def test_stored_garbage_is_rejected_at_load_and_rebuilt(self,
                                                             cubecl_subject: Subject) -> None:
@@ -205,14 +245,14 @@ class TestCompilePath:
         with recording(first):
             _launch_scale(first)
         store = first.loader.target.store
-        assert store is not None
+        assert store is not None, _NO_STORE.format(first.backend)
         aid = first.artifact_id(kernels.scale, CubeDim(256), {})
         key = KernelCacheKey.of(aid, first.loader.build_id)
         good = store.get(key)
         assert good is not None, "the store did not return the artifact it just stored"
         garbage = type(good)(good.kind, b"\x00not an artifact\xff" * 4, dict(good.header))
         store.purge(key)
-        assert store.put(key, garbage)
+        assert store.put(key, garbage), "the store did not take a value under a free key"
         second = create_client(cubecl_subject.backend, cubecl_subject.device)
         with recording(second) as recs:
             _launch_scale(second)
@@ -230,7 +270,9 @@ class TestCompilePath:
         with recording(c) as recs:
             _launch_scale(c, 256)
             _launch_scale(c, 128)
-        assert _outcomes(recs) == ["compiled", "compiled"]
+        assert _outcomes(recs) == ["compiled", "compiled"], (
+            f"with a cache directory that cannot be made the launches recorded "
+            f"{_outcomes(recs)}, expected ['compiled', 'compiled']")
 
     def test_cache_off_still_runs(self, cubecl_subject: Subject,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,9 +288,12 @@ class TestCompilePath:
         ids = [c.artifact_id(kernels.add_const, CubeDim(32), {"C": k}) for k in range(12)]
         with recording(c) as recs:
             loaded = c.loader.get_batch(ids)
-        assert len(loaded) == 12
-        assert _outcomes(recs) == ["compiled"] * 12
-        assert c.loader.get_batch(ids) == loaded
+        assert len(loaded) == 12, f"get_batch of 12 kernels returned {len(loaded)}"
+        assert _outcomes(recs) == ["compiled"] * 12, (
+            f"a batch of 12 distinct kernels recorded {_outcomes(recs)}, expected 12 "
+            "compiled")
+        assert c.loader.get_batch(ids) == loaded, (
+            "a second get_batch of the same kernels returned other loaded kernels")
         a = c.create(np.arange(100, dtype=np.int32))
         out = c.empty(100, np.int32)
         for k in range(12):
@@ -262,7 +307,10 @@ class TestCompilePath:
         # the others load the same artifacts; the warm one only loads, all at once.
         reports = run_concurrent_waves(cubecl_subject.backend, cubecl_subject.device)
         warm = reports[-1]
-        assert sum(len(r["outcomes"]) for r in warm) == CONCURRENT_PROCESSES * CONCURRENT_KERNELS
+        total = sum(len(r["outcomes"]) for r in warm)
+        assert total == CONCURRENT_PROCESSES * CONCURRENT_KERNELS, (
+            f"the warm wave recorded {total} trips, expected "
+            f"{CONCURRENT_PROCESSES * CONCURRENT_KERNELS}")
 
 
 CONCURRENT_PROCESSES = 8
@@ -353,11 +401,14 @@ def run_concurrent_waves(backend: str, device: int | None, *,
             assert not r["wrong"] and r["correct"] == kernels_per_process, (
                 f"{backend}: wave {wave}, process {i} computed wrong results for C in "
                 f"{r['wrong']} (add_const compared with NumPy)")
-            assert len(r["outcomes"]) == kernels_per_process, (wave, i, r["outcomes"])
+            assert len(r["outcomes"]) == kernels_per_process, (
+                f"{backend}: wave {wave}, process {i} recorded {len(r['outcomes'])} trips "
+                f"for {kernels_per_process} kernels: {r['outcomes']}")
             # Cold, a process may find the artifact another stored a moment ago by
             # its source (rekeyed) as well as by its key (loaded).
             assert set(r["outcomes"]) <= {"compiled", "loaded", "rekeyed"}, (
-                wave, i, r["outcomes"])
+                f"{backend}: wave {wave}, process {i} recorded unknown outcomes "
+                f"{r['outcomes']}")
             if wave > 1:
                 assert set(r["outcomes"]) == {"loaded"}, (
                     f"{backend}: wave {wave}, process {i} did not load every kernel from "

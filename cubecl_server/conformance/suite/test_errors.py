@@ -54,7 +54,8 @@ class TestErrorHandling:
         _fail_into(c, left)
         kernels.scale.launch(c, *ONE, src, right, 3.0)
         kernels.binary("add", kernels.ir.Elem.F32).launch(c, *ONE, left, right, joined)
-        assert np.array_equal(c.read(right), np.arange(N, dtype=np.float32) * 3)
+        assert np.array_equal(c.read(right), np.arange(N, dtype=np.float32) * 3), (
+            "the branch that did not fail computed a wrong result")
         with pytest.raises(errors.TaintedBufferError):
             c.read(joined)
 
@@ -63,10 +64,29 @@ class TestErrorHandling:
         out = c.empty(N, np.float32)
         _fail_into(c, out)
         c.write(out, np.full(N, 5.0, np.float32))
-        assert np.array_equal(c.read(out), np.full(N, 5.0, np.float32))
+        assert np.array_equal(c.read(out), np.full(N, 5.0, np.float32)), (
+            "a write over a tainted buffer did not store what was written")
         result = c.empty(N, np.float32)
         kernels.scale.launch(c, *ONE, out, result, 2.0)
-        assert np.array_equal(c.read(result), np.full(N, 10.0, np.float32))
+        assert np.array_equal(c.read(result), np.full(N, 10.0, np.float32)), (
+            "a launch reading a buffer whose taint a write cleared computed a wrong result")
+
+    def test_a_launch_that_only_writes_a_tainted_buffer_clears_it(
+            self, cubecl_client: ComputeClient) -> None:
+        # The taint stops launches that read it; one that only writes the buffer runs,
+        # and what it wrote is valid again.
+        c = cubecl_client
+        out = c.empty(N, np.float32)
+        _fail_into(c, out)
+        kernels.scale.launch(c, *ONE, c.create(np.arange(N, dtype=np.float32)), out, 3.0)
+        try:
+            got = c.read(out)
+        except errors.TaintedBufferError as e:
+            pytest.fail(f"a launch that wrote a tainted buffer without reading it did not "
+                        f"clear the taint: {e}")
+        assert np.array_equal(got, np.arange(N, dtype=np.float32) * 3), (
+            f"a launch writing a once-tainted buffer computed {got[:6]}..., expected "
+            "a * 3")
 
     def test_unrelated_buffers_and_the_client_keep_working(self,
                                                            cubecl_client: ComputeClient) -> None:
@@ -76,8 +96,10 @@ class TestErrorHandling:
         _fail_into(c, out)
         other = c.empty(N, np.float32)
         kernels.scale.launch(c, *ONE, keep, other, 2.0)
-        assert np.array_equal(c.read(keep), np.arange(N, dtype=np.float32))
-        assert np.array_equal(c.read(other), np.arange(N, dtype=np.float32) * 2)
+        assert np.array_equal(c.read(keep), np.arange(N, dtype=np.float32)), (
+            "a failed launch changed a buffer it does not write")
+        assert np.array_equal(c.read(other), np.arange(N, dtype=np.float32) * 2), (
+            "after a failed launch the next launch computed a wrong result")
 
     def test_sync_reports_failures_nobody_read(self, cubecl_client: ComputeClient) -> None:
         c = cubecl_client

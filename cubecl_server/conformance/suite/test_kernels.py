@@ -133,7 +133,8 @@ class TestKernelSet:
         ids = {cubecl_client.artifact_id(kernels.comptime_poly, CubeDim(64),
                                          {"POWER": p, "NEGATE": neg, "SCALE": 1.0})
                for p in (1, 2) for neg in (False, True)}
-        assert len(ids) == 4
+        assert len(ids) == 4, (f"four sets of comptime values gave {len(ids)} distinct "
+                               "artifact ids, expected 4")
 
     @pytest.mark.parametrize("count", [1, 4, 7])
     def test_unrolled_loop(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
@@ -221,7 +222,8 @@ class TestAtomics:
             # Each old value is a partial result: all distinct and containing the start.
             for s in range(slots):
                 olds = got_old[slot == s]
-                assert start[s] in olds, f"atomic_{op}: no unit saw the starting value"
+                assert start[s] in olds, (f"atomic_{op}: no unit of slot {s} saw the "
+                                          f"starting value {start[s]} (seed {cubecl_seed})")
                 assert len(set(olds.tolist())) == len(olds) or not np.all(v[slot == s]), \
                     f"atomic_{op}: two units saw the same old value (seed {cubecl_seed})"
 
@@ -237,8 +239,13 @@ class TestAtomics:
         got_acc, got_old = c.read(acc), c.read(old)
         winners = np.flatnonzero(got_old == 0)
         assert len(winners) == 1, f"{len(winners)} units saw 0 and stored (expected one)"
-        assert got_acc[0] == winners[0] + 1
-        assert np.all(got_old[got_old != 0] == got_acc[0])
+        assert got_acc[0] == winners[0] + 1, (
+            f"compare_exchange: unit {winners[0]} won (saw 0), so the value must be "
+            f"{winners[0] + 1}; it is {got_acc[0]}")
+        losers = got_old[got_old != 0]
+        assert np.all(losers == got_acc[0]), (
+            f"compare_exchange: the units that lost must see the winner's value "
+            f"{got_acc[0]}; they saw {sorted(set(losers.tolist()))[:8]}")
 
     @pytest.mark.requires("atomics:f32")
     def test_atomic_add_f32(self, cubecl_client: ComputeClient,
@@ -262,7 +269,7 @@ class TestPlane:
                        cubecl_seed: int) -> None:
         c = cubecl_client
         size = c.capabilities.plane_size
-        assert size is not None
+        assert size is not None, "the plane marker let a backend without planes through"
         dim = 2 * size
         n = 3 * dim  # every plane full: partial planes are the backend's business
         a = cubecl_rng.integers(-50, 50, n).astype(np.float32)

@@ -25,7 +25,8 @@ class TestMemory:
         c = cubecl_client
         data = values(cubecl_rng, elem, int(np.prod(shape))).reshape(shape)
         h = c.create(data)
-        assert h.shape == shape and h.dtype == data.dtype
+        assert h.shape == shape and h.dtype == data.dtype, (
+            f"create gave a handle of {h.shape} {h.dtype}, expected {shape} {data.dtype}")
         check(c.read(h), data, f"create/read of {elem.value}{list(shape)}", cubecl_seed)
         other = values(cubecl_rng, elem, int(np.prod(shape))).reshape(shape)
         c.write(h, other)
@@ -36,10 +37,13 @@ class TestMemory:
         c = cubecl_client
         h = c.create(np.zeros(shape, np.float32))
         got = c.read(h)
-        assert got.shape == shape and got.dtype == np.float32
+        assert got.shape == shape and got.dtype == np.float32, (
+            f"reading an empty array gave {got.shape} {got.dtype}, expected {shape} float32")
         c.write(h, np.zeros(shape, np.float32))
         e = c.empty(shape, np.int32)
-        assert c.read(e).shape == shape
+        assert c.read(e).shape == shape, (
+            f"reading an empty array made by empty() gave shape {c.read(e).shape}, "
+            f"expected {shape}")
 
     def test_large_array(self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
                          cubecl_seed: int) -> None:
@@ -79,9 +83,15 @@ class TestMemory:
         before = c.memory_usage()
         handles = [c.empty(1 << 20, np.float32) for _ in range(4)]
         during = c.memory_usage()
-        assert during.bytes_in_use >= before.bytes_in_use + 4 * (4 << 20), (before, during)
-        assert during.number_allocs >= before.number_allocs + 4
-        assert during.bytes_reserved >= during.bytes_in_use
+        assert during.bytes_in_use >= before.bytes_in_use + 4 * (4 << 20), (
+            f"four buffers of 4 MiB took {during.bytes_in_use - before.bytes_in_use} bytes "
+            f"in use (before {before}, during {during})")
+        assert during.number_allocs >= before.number_allocs + 4, (
+            f"four buffers counted {during.number_allocs - before.number_allocs} "
+            "allocations")
+        assert during.bytes_reserved >= during.bytes_in_use, (
+            f"{during.bytes_in_use} bytes in use, more than the {during.bytes_reserved} "
+            "reserved")
         for h in handles:
             h.free()
         after = c.memory_usage()
