@@ -134,6 +134,7 @@ def _groups() -> dict[int, tuple[str, Group]]:
         obtain,
         peers,
         store,
+        tune,
     )
     return {
         1: ("Hot path", hot_path.run),
@@ -143,10 +144,11 @@ def _groups() -> dict[int, tuple[str, Group]]:
         5: ("Store", store.run),
         6: ("Kernel throughput", kernel_throughput.run),
         7: ("Growth", growth.run),
+        8: ("Autotune", tune.run),
     }
 
 
-GROUPS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7)
+GROUPS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
 """The figure groups, in report order."""
 
 

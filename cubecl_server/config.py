@@ -11,6 +11,7 @@ parents. Every setting and its variable:
 | ``[compilation] record``    | ``CUBECL_COMPILATION_RECORD``| ``false``            |
 | ``[cache] dir``             | ``CUBECL_CACHE_DIR``         | the user cache dir   |
 | ``[environment] name``      | ``CUBECL_ENVIRONMENT``       | ``"default"``        |
+| ``[autotune] mode``         | ``CUBECL_AUTOTUNE``          | ``"on"``             |
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["Config", "config", "reload_config", "find_config_file"]
+__all__ = ["AUTOTUNE_MODES", "Config", "config", "reload_config", "find_config_file"]
+
+AUTOTUNE_MODES = ("on", "off", "force")
+"""``on``: tune on a miss, reuse stored results; ``off``: every tunable set runs its first
+candidate; ``force``: tune every key again once per process and overwrite what is stored."""
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -50,6 +55,7 @@ class Config:
     compilation_record: bool = False
     cache_dir: str | None = None
     environment: str | None = None
+    autotune: str = "on"
     file: Path | None = None
 
 
@@ -110,6 +116,10 @@ def config() -> Config:
         raise ValueError(f"execution mode {mode!r}: expected 'checked' or 'unchecked'") from None
     compilation = _table(data, "compilation", path)
     where = f"{path}: [compilation]"
+    autotune = env.get("CUBECL_AUTOTUNE") or _table(data, "autotune", path).get("mode", "on")
+    if autotune not in AUTOTUNE_MODES:
+        raise ValueError(f"autotune mode {autotune!r} (CUBECL_AUTOTUNE or [autotune] mode): "
+                         f"expected one of {', '.join(AUTOTUNE_MODES)}")
     return Config(
         backend=env.get("CUBECL_BACKEND") or data.get("backend", "cpu"),
         execution_mode=execution_mode,
@@ -119,6 +129,7 @@ def config() -> Config:
                                     False, where),
         cache_dir=_table(data, "cache", path).get("dir"),
         environment=_table(data, "environment", path).get("name"),
+        autotune=autotune,
         file=path,
     )
 

@@ -13,7 +13,12 @@ from cubecl_server.lang import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
     ABSOLUTE_POS_Y,
+    CUBE_POS_X,
+    CUBE_POS_Y,
+    UNIT_POS_X,
+    UNIT_POS_Y,
     Array,
+    Comptime,
     CubeCount,
     CubeDim,
     KernelFunction,
@@ -21,10 +26,23 @@ from cubecl_server.lang import (
     f32,
     kernel,
     log,
+    shared,
+    sync_cube,
     u32,
 )
+from cubecl_server.memory_management import Handle
+from cubecl_server.tune import (
+    KernelSpec,
+    LocalTuner,
+    Tunable,
+    TunableSet,
+    anchor,
+    local_tuner,
+)
 
-__all__ = ["DemoResult", "run_demo", "DEMO_KERNELS"]
+__all__ = ["DemoResult", "run_demo", "DEMO_KERNELS", "TUNED_DEMOS", "MATMUL_TUNER",
+           "ROW_SOFTPLUS_TUNER", "matmul_tunables", "row_softplus_tunables", "tuned_matmul",
+           "tuned_row_softplus"]
 
 
 @kernel
@@ -57,6 +75,91 @@ def row_softplus(x: Array[f32], out: Array[f32], cols: u32) -> None:
             else:
                 acc += log(1.0 + exp(v))
         out[row] = acc
+
+
+@kernel
+def matmul(a: Array[f32], b: Array[f32], c: Array[f32], m: u32, n: u32, k: u32, *,
+           TILE: Comptime[int]) -> None:
+    """Tiled matrix product c (m x n) = a (m x k) @ b (k x n): each cube of TILE x TILE
+    units stages a tile of a and of b in shared memory per step along k."""
+    ta = shared(f32, TILE * TILE)
+    tb = shared(f32, TILE * TILE)
+    row = CUBE_POS_Y * TILE + UNIT_POS_Y
+    col = CUBE_POS_X * TILE + UNIT_POS_X
+    acc = f32(0.0)
+    for t in range((k + TILE - 1) // TILE):
+        ka = t * TILE + UNIT_POS_X
+        if row < m and ka < k:
+            ta[UNIT_POS_Y * TILE + UNIT_POS_X] = a[row * k + ka]
+        else:
+            ta[UNIT_POS_Y * TILE + UNIT_POS_X] = 0.0
+        kb = t * TILE + UNIT_POS_Y
+        if kb < k and col < n:
+            tb[UNIT_POS_Y * TILE + UNIT_POS_X] = b[kb * n + col]
+        else:
+            tb[UNIT_POS_Y * TILE + UNIT_POS_X] = 0.0
+        sync_cube()
+        for j in range(u32(TILE)):
+            acc += ta[UNIT_POS_Y * TILE + j] * tb[j * TILE + UNIT_POS_X]
+        sync_cube()
+    if row < m and col < n:
+        c[row * n + col] = acc
+
+
+def _matmul_tile(tile: int) -> Tunable:
+    """The matmul candidate with TILE x TILE tiles (and as many units per cube)."""
+    def run(c: ComputeClient, a: Handle, b: Handle) -> Handle:
+        (m, k), (_, n) = a.shape, b.shape
+        out = c.empty((m, n), np.float32)
+        matmul.launch(c, CubeCount(-(-n // tile), -(-m // tile)), CubeDim(tile, tile),
+                      a, b, out, m, n, k, TILE=tile)
+        return out
+    return Tunable(f"tile{tile}", run, [KernelSpec(matmul, (tile, tile), {"TILE": tile})])
+
+
+def _matmul_key(a: Handle, b: Handle) -> tuple[int, int, int]:
+    # Anchored: every product whose sizes round to the same powers of two shares one.
+    return anchor(a.shape[0]), anchor(a.shape[1]), anchor(b.shape[1])
+
+
+MATMUL_TUNER = local_tuner("demo-matmul")
+
+
+def matmul_tunables() -> TunableSet:
+    """The tiled matmul's candidates: tiles of 16, 8 and 4 (16 is the untuned default)."""
+    return TunableSet([_matmul_tile(t) for t in (16, 8, 4)], key=_matmul_key, check=True,
+                      rtol=1e-4, atol=1e-4)
+
+
+def tuned_matmul(c: ComputeClient, a: Handle, b: Handle) -> Handle:
+    """``a @ b`` by the tiled matmul, with the tile size (and so the cube dim) tuned for
+    the device and the anchored shapes."""
+    return MATMUL_TUNER.execute(c, MATMUL_TUNER.init(matmul_tunables), a, b)
+
+
+def _softplus_dim(dim: int) -> Tunable:
+    """The row_softplus candidate with cubes of ``dim`` units."""
+    def run(c: ComputeClient, x: Handle) -> Handle:
+        rows, cols = x.shape
+        out = c.empty(rows, np.float32)
+        row_softplus.launch(c, CubeCount(-(-rows // dim)), CubeDim(dim), x, out, cols)
+        return out
+    return Tunable(f"dim{dim}", run, [KernelSpec(row_softplus, dim)])
+
+
+ROW_SOFTPLUS_TUNER = local_tuner("demo-row-softplus")
+
+
+def row_softplus_tunables() -> TunableSet:
+    """row_softplus's candidates: cubes of 64 (the untuned default), 32, 128, 256 units."""
+    return TunableSet([_softplus_dim(d) for d in (64, 32, 128, 256)],
+                      key=lambda x: (anchor(x.shape[0]), anchor(x.shape[1])), check=True,
+                      rtol=1e-4)
+
+
+def tuned_row_softplus(c: ComputeClient, x: Handle) -> Handle:
+    """The sum of softplus over each row of ``x``, with the cube dim tuned."""
+    return ROW_SOFTPLUS_TUNER.execute(c, ROW_SOFTPLUS_TUNER.init(row_softplus_tunables), x)
 
 
 @dataclass(frozen=True)
@@ -122,6 +225,29 @@ def _row_softplus(c: ComputeClient, rng: np.random.Generator) -> _Case:
 
 DEMO_KERNELS = (_saxpy, _transpose, _row_softplus)
 
+_Tuned = tuple[str, Callable[[], np.ndarray], LocalTuner, np.ndarray, float]
+"""A tuned demo ready to go: its name, a run that returns the result, its tuner, the
+NumPy result, and the relative tolerance."""
+
+
+def _matmul_tuned(c: ComputeClient, rng: np.random.Generator) -> _Tuned:
+    m, k, n = 200, 150, 120
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    ha, hb = c.create(a), c.create(b)
+    return ("matmul (tuned)", lambda: c.read(tuned_matmul(c, ha, hb)), MATMUL_TUNER,
+            a.astype(np.float64) @ b, 1e-4)
+
+
+def _row_softplus_tuned(c: ComputeClient, rng: np.random.Generator) -> _Tuned:
+    x = (rng.standard_normal((1000, 77)) * 20).astype(np.float32)
+    hx = c.create(x)
+    return ("row_softplus (tuned)", lambda: c.read(tuned_row_softplus(c, hx)), ROW_SOFTPLUS_TUNER,
+            np.logaddexp(0.0, x.astype(np.float64)).sum(axis=1), 1e-3)
+
+
+TUNED_DEMOS = (_matmul_tuned, _row_softplus_tuned)
+
 
 def run_demo(c: ComputeClient, seed: int | None = None) -> list[DemoResult]:
     """Run every demo kernel on ``c`` with fresh random data and check it against NumPy.
@@ -140,8 +266,24 @@ def run_demo(c: ComputeClient, seed: int | None = None) -> list[DemoResult]:
             t2 = time.perf_counter()
             outcome = next((r.outcome.value for r in reversed(records)
                             if r.kernel == k.__name__), "in memory")
-            err = float(np.max(np.abs(got.astype(np.float64) - expected)
-                               / np.maximum(1.0, np.abs(expected))))
             results.append(DemoResult(k.__name__, outcome, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-                                      err, tol))
+                                      _error(got, expected), tol))
+    for tuned in TUNED_DEMOS:
+        if tuned is _matmul_tuned and not c.capabilities.barrier:
+            continue  # the tiled matmul synchronises its cube; this device cannot
+        name, run, tuner, expected, tol = tuned(c, rng)
+        t0 = time.perf_counter()
+        run()  # the first call tunes (or finds the stored result)
+        t1 = time.perf_counter()
+        got = run()
+        t2 = time.perf_counter()
+        record = tuner.records()[-1]
+        results.append(DemoResult(name, f"{record.outcome}: {record.winner}",
+                                  (t1 - t0) * 1e3, (t2 - t1) * 1e3, _error(got, expected), tol))
     return results
+
+
+def _error(got: np.ndarray, expected: np.ndarray) -> float:
+    """The largest error of ``got``, relative where ``expected`` is above 1."""
+    return float(np.max(np.abs(got.astype(np.float64) - expected)
+                        / np.maximum(1.0, np.abs(expected))))

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("persistence", ("persistence",)),
     ("compiler", ("compiler", "lowering")),
     ("plugins", ("plugins",)),
-    ("runtime", ("runtime", "memory_management", "stream", "client")),
+    ("runtime", ("runtime", "memory_management", "stream", "client", "tune")),
     ("backend surface", ("backend",)),
     ("language", ("lang",)),
     ("applications", ("backends", "conformance", "cli", "demo")),

@@ -15,6 +15,7 @@ from cubecl_server.cli.conformance import add_conformance_command
 from cubecl_server.cli.demo import add_demo_command
 from cubecl_server.cli.source import add_source_command
 from cubecl_server.cli.table import Subparsers
+from cubecl_server.cli.tune import add_tune_command
 from cubecl_server.logging import configure_logging
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
@@ -27,6 +28,7 @@ SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
     add_conformance_command,
     add_bench_command,
     add_source_command,
+    add_tune_command,
 ]
 """Each adds one subcommand to the parser; its ``func`` default runs it and returns
 the exit code."""
