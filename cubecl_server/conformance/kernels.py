@@ -335,15 +335,11 @@ def bitcast_kernel(src: ir.Elem, dst: ir.Elem) -> KernelFunction:
 @cache
 def bits1(fn: str, elem: ir.Elem) -> KernelFunction:
     """``out[i] = fn(a[i])`` for a bit function of an integer: ``out`` is u32 for the
-    counting ones, ``a``'s type for ``reverse_bits``."""
+    counting ones, ``a``'s type for ``reverse_bits`` (:func:`math1`)."""
+    if fn == "reverse_bits":
+        return math1(fn, elem)
     T = scalar(elem)
     f = getattr(cl, fn)
-    if fn == "reverse_bits":
-        def reverse(a: Array[T], out: Array[T]) -> None:
-            i = ABSOLUTE_POS
-            if i < len(out):
-                out[i] = f(a[i])
-        return kernel(reverse)
 
     def count(a: Array[T], out: Array[u32]) -> None:
         i = ABSOLUTE_POS

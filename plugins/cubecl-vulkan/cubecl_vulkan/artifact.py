@@ -153,7 +153,7 @@ class VulkanTarget:
                 loaded = build_pipeline(device, name, artifact.payload, layout, None)
             except DriverError as e2:
                 raise ArtifactRejected(str(e2)) from e2
-        if caches is not None:
-            caches.update(artifact, loaded.cache_data)
+        if caches is not None and loaded.cache_data != initial:
+            caches.update(artifact, loaded.cache_data)  # the first load, or one that added
         self.server.kernels.append(loaded)
         return loaded
