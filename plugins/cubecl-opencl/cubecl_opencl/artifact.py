@@ -30,6 +30,7 @@ from cubecl_server.backend import (
 from cubecl_server.ir import Kernel
 
 from . import BACKEND, pocl
+from .build_workers import BuildWorkers, WorkerDied, workers_for
 from .compiler import ArrayArg, KernelLayout, Need, OpenclCompiler, ScalarArg
 from .device import DeviceFeatures, features_of, variant_of
 
@@ -110,7 +111,10 @@ class OpenclArtifactCompiler:
     thread-safe; nothing here is shared with the server's queue), so it may run on
     any thread of the loader's pool. PyOpenCL releases the GIL in ``clBuildProgram``,
     but PoCL 3.1 holds a process-wide lock around its compiler: on PoCL, builds from
-    two threads run one after the other, whatever their contexts.
+    two threads would run one after the other, whatever their contexts. So on PoCL
+    one build at a time runs here, and a build asked for while it runs goes to a
+    worker process (:mod:`cubecl_opencl.build_workers`): a batch's misses build in
+    parallel, and a kernel compiled alone pays for no process.
     """
 
     def __init__(self, compiler: OpenclCompiler, device: cl.Device,
@@ -122,6 +126,9 @@ class OpenclArtifactCompiler:
         self._on_pocl = pocl.is_pocl(device.platform.name)
         self._context: cl.Context | None = None
         self._lock = threading.Lock()
+        self._here = threading.Lock()
+        """Held by the build running in this process (on PoCL)."""
+        self._workers: BuildWorkers | None = None
 
     @property
     def variant(self) -> str:
@@ -188,8 +195,7 @@ class OpenclArtifactCompiler:
         """
         problem: str | None = None
         for _ in range(_BUILD_ATTEMPTS):
-            with _program_lock(self._on_pocl, program_key(source)):
-                binary = self._build_once(kernel, source)
+            binary = self._build_somewhere(kernel, source)
             problem = pocl.binary_problem(binary) if self._on_pocl else None
             if problem is None:
                 return binary
@@ -197,6 +203,29 @@ class OpenclArtifactCompiler:
                         kernel, problem)
         raise CompilationError(f"PoCL returned a broken program binary: {problem}",
                                kernel=kernel, backend=BACKEND)
+
+    def _build_somewhere(self, kernel: str, source: str) -> bytes:
+        if not self._on_pocl:
+            return self._build_once(kernel, source)
+        if not self._here.acquire(blocking=False):
+            return self._build_in_worker(kernel, source)
+        try:
+            with _program_lock(True, program_key(source)):
+                return self._build_once(kernel, source)
+        finally:
+            self._here.release()
+
+    def _build_in_worker(self, kernel: str, source: str) -> bytes:
+        if self._workers is None:
+            self._workers = workers_for(self.device.platform.name, self.device.name)
+        try:
+            result = self._workers.build(kernel, source, BUILD_OPTIONS, program_key(source))
+        except (WorkerDied, OSError) as e:
+            raise CompilationError(f"building in a worker process failed: {e}",
+                                   kernel=kernel, backend=BACKEND) from None
+        if result.binary is None:
+            raise build_error(kernel, source, result.log)
+        return result.binary
 
     def _build_once(self, kernel: str, source: str) -> bytes:
         # The raw program, not pyopencl.Program: its build adds an include path,
