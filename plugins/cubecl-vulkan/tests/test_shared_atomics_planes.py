@@ -29,10 +29,13 @@ def u32(v: int) -> ir.Const:
 
 def run(c: ComputeClient, k: ir.Kernel, count: int, dim: int, arrays: Sequence[Handle],
         scalars: Sequence[np.generic] = ()) -> None:
-    """Compile (through the client's loader and store) and launch a hand-made kernel."""
+    """Compile (through the client's loader and store) and launch a hand-made kernel,
+    then wait for it: a read waits for the client's own launches that wrote the buffer,
+    and this one bypasses the client."""
     loaded = c.loader.get(ArtifactId(KernelId.of(k), CubeDim(dim), c.mode))
     c.server.launch(loaded, CubeCount(count), CubeDim(dim), [h.binding() for h in arrays],
                     list(scalars))
+    c.sync()
 
 
 def test_shared_memory_reduction(shared_client: ComputeClient) -> None:
