@@ -43,7 +43,7 @@ mutation: venv
 
 ## bench: every figure of BENCHMARKS.md (QUICK=1 for the three-minute version)
 bench: venv
-	$(PIP) -e . $(foreach p,$(PLUGINS),-e $(p))
+	$(PIP) -e '.[bench]' $(foreach p,$(PLUGINS),-e $(p))
 	$(BIN)/python -m benchmarks $(if $(QUICK),--quick,)
 
 clean:

@@ -81,42 +81,138 @@ def obtain(args: dict[str, Any]) -> dict[str, Any]:
     return {"setup_s": setup, "kernels": out}
 
 
+class _Steps:
+    """The times of one process's consecutive steps: each ends where the next begins,
+    the first at this module's first line."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = _STARTED
+
+    def end(self, step: str) -> None:
+        """``step`` ended now."""
+        now = time.perf_counter()
+        self.seconds[step] = now - self._last
+        self._last = now
+
+    def answer(self, **more: Any) -> dict[str, Any]:
+        """The answer: the whole time, each step's, and ``more``."""
+        return {"seconds": self._last - _STARTED, "steps": self.seconds, **more}
+
+
+def _check_saxpy(got: Any, x: Any, y: Any, alpha: Any) -> None:
+    import numpy as np
+
+    if not np.allclose(got, alpha * x + y, rtol=1e-5, atol=1e-5):
+        raise AssertionError("saxpy gave a wrong result")
+
+
 def first_result(args: dict[str, Any]) -> dict[str, Any]:
-    """A saxpy on our backend from nothing: client, kernel, data in, result out."""
+    """A saxpy on our backend from nothing, step by step: imports, plugin discovery,
+    client, the kernel's IR, the kernel (compiled, or read from the store and loaded),
+    buffers, launch (enqueued), read (which waits for it)."""
+    steps = _Steps()
     import numpy as np
 
     from benchmarks.kernels import saxpy
     from cubecl_server import client
     from cubecl_server.kernel import CubeCount, CubeDim
+    from cubecl_server.plugins.registry import registry
 
-    x, y, alpha = _saxpy_data()
+    steps.end("imports")
+    registry().descriptor(args["backend"])
+    steps.end("discovery")
     c = client(args["backend"])
+    steps.end("client")
+    aid = c.artifact_id(saxpy, CubeDim(256), {})
+    steps.end("kernel IR")
     outcomes = _Outcomes()
     c.loader.recorder = outcomes
+    c.loader.get(aid)
+    steps.end("kernel")
+    x, y, alpha = _saxpy_data()
     hx, hy, ho = c.create(x), c.create(y), c.empty(_SAXPY_N, np.float32)
+    steps.end("buffers")
     saxpy.launch(c, CubeCount(-(-_SAXPY_N // 256)), CubeDim(256), hx, hy, ho, alpha)
+    steps.end("launch")
     got = c.read(ho)
-    seconds = time.perf_counter() - _STARTED
-    if not np.allclose(got, alpha * x + y, rtol=1e-5, atol=1e-5):
-        raise AssertionError("saxpy gave a wrong result")
-    outcome = outcomes.records[-1].outcome.value
-    return {"seconds": seconds, "outcome": outcome}
+    steps.end("read")
+    _check_saxpy(got, x, y, alpha)
+    return steps.answer(outcome=outcomes.records[-1].outcome.value)
 
 
 def pyopencl_first_result(args: dict[str, Any]) -> dict[str, Any]:
-    """The same saxpy written directly with PyOpenCL, from nothing."""
+    """The same saxpy written directly with PyOpenCL, from nothing, step by step."""
+    steps = _Steps()
     import numpy as np
+    import pyopencl as cl
 
-    from benchmarks.opencl_raw import RawSaxpy
+    from benchmarks.opencl_raw import LOCAL_SIZE, SAXPY_CL
 
+    steps.end("imports")
+    ctx = cl.Context([cl.get_platforms()[0].get_devices()[0]])
+    queue = cl.CommandQueue(ctx)
+    steps.end("client")
+    kernel = cl.Program(ctx, SAXPY_CL).build().saxpy
+    steps.end("kernel")
     x, y, alpha = _saxpy_data()
-    raw = RawSaxpy.build(x, y)
-    raw.launch(alpha)
-    got = raw.result()
-    seconds = time.perf_counter() - _STARTED
-    if not np.allclose(got, alpha * x + y, rtol=1e-5, atol=1e-5):
-        raise AssertionError("saxpy gave a wrong result")
-    return {"seconds": seconds}
+    flags = cl.mem_flags
+    bx = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=x)
+    by = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=y)
+    bo = cl.Buffer(ctx, flags.WRITE_ONLY, size=x.nbytes)
+    steps.end("buffers")
+    kernel(queue, (-(-_SAXPY_N // LOCAL_SIZE) * LOCAL_SIZE,), (LOCAL_SIZE,), bx, by, bo,
+           alpha, np.uint32(_SAXPY_N))
+    steps.end("launch")
+    got = np.empty(_SAXPY_N, np.float32)
+    cl.enqueue_copy(queue, got, bo)  # blocking: waits for the launch
+    steps.end("read")
+    _check_saxpy(got, x, y, alpha)
+    return steps.answer()
+
+
+def wgpu_first_result(args: dict[str, Any]) -> dict[str, Any]:
+    """The same saxpy written directly in WGSL and run with wgpu-py, step by step; the
+    adapter it ran on is in the answer."""
+    steps = _Steps()
+    import struct
+
+    import numpy as np
+    import wgpu
+
+    from benchmarks.wgpu_raw import SAXPY_WGSL, WORKGROUP
+
+    steps.end("imports")
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    device = adapter.request_device_sync()
+    steps.end("client")
+    pipeline = device.create_compute_pipeline(layout="auto", compute={
+        "module": device.create_shader_module(code=SAXPY_WGSL), "entry_point": "saxpy"})
+    steps.end("kernel")
+    x, y, alpha = _saxpy_data()
+    usage = wgpu.BufferUsage
+    buffers = (device.create_buffer_with_data(data=x, usage=usage.STORAGE),
+               device.create_buffer_with_data(data=y, usage=usage.STORAGE),
+               device.create_buffer(size=x.nbytes, usage=usage.STORAGE | usage.COPY_SRC),
+               device.create_buffer_with_data(data=struct.pack("<fI8x", alpha, _SAXPY_N),
+                                              usage=usage.UNIFORM))
+    group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
+        {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+        for i, b in enumerate(buffers)])
+    steps.end("buffers")
+    encoder = device.create_command_encoder()
+    compute = encoder.begin_compute_pass()
+    compute.set_pipeline(pipeline)
+    compute.set_bind_group(0, group)
+    compute.dispatch_workgroups(-(-_SAXPY_N // WORKGROUP), 1, 1)
+    compute.end()
+    device.queue.submit([encoder.finish()])
+    steps.end("launch")
+    got = np.frombuffer(device.queue.read_buffer(buffers[2]), dtype=np.float32)
+    steps.end("read")
+    _check_saxpy(got, x, y, alpha)
+    info = adapter.info
+    return steps.answer(adapter=f"{info['device']} ({info['backend_type']})")
 
 
 def _barrier(sync: Path, name: str, me: int) -> None:
@@ -190,6 +286,7 @@ COMMANDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "obtain": obtain,
     "first_result": first_result,
     "pyopencl_first_result": pyopencl_first_result,
+    "wgpu_first_result": wgpu_first_result,
     "store": store,
     "fill": fill,
 }

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import os
 import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).parent.parent
 
@@ -130,3 +133,50 @@ def test_kernel_has_one_import_path() -> None:
     assert callable(cubecl_server.lang.kernel)
     assert not hasattr(cubecl_server.kernel, "kernel")
     assert "kernel" not in cubecl_server.kernel.__all__
+
+
+# ----------------------------------------------------- the backend surface, lazily
+
+
+def _type_checking_imports(path: Path) -> dict[str, str]:
+    """The names ``path`` imports under ``if TYPE_CHECKING:``, with their modules."""
+    out: dict[str, str] = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module, ast.unparse(imp)
+                out.update((a.name, imp.module) for a in imp.names)
+    return out
+
+
+def test_the_backend_surface_resolves_each_name_to_its_own_object() -> None:
+    """Every exported name is the very object of the module it lives in, and the
+    imports type checkers read say the same as the table it is loaded from."""
+    import cubecl_server.backend as surface
+
+    homes = _type_checking_imports(ROOT / "cubecl_server" / "backend.py")
+    assert homes == surface._MODULE_OF
+    assert sorted(homes) == sorted(surface.__all__) == dir(surface)
+    for name, module in homes.items():
+        assert getattr(surface, name) is getattr(importlib.import_module(module), name), name
+    with pytest.raises(AttributeError, match="NotAName"):
+        surface.NotAName  # noqa: B018
+
+
+def test_registering_a_backend_imports_no_compile_path() -> None:
+    """What a plugin module imports at discovery loads the descriptor and the hook
+    marker, not the compiler, the lowering, the store or the client."""
+    script = textwrap.dedent("""
+        import json, sys
+        from cubecl_server.backend import BackendDescriptor, BackendUnavailable, hookimpl
+        print(json.dumps(sorted(sys.modules)))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=True)
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    heavy = [m for m in loaded if m.split(".")[:2] in (
+        ["cubecl_server", "compiler"], ["cubecl_server", "lowering"],
+        ["cubecl_server", "persistence"], ["cubecl_server", "client"],
+        ["cubecl_server", "runtime"])]
+    assert not heavy, heavy
+    assert "cubecl_server.plugins.descriptor" in loaded

@@ -24,8 +24,9 @@ import inspect
 import os
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import import_module
 from typing import Any, Literal
 
@@ -98,13 +99,31 @@ class BackendStatus:
     devices: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Origin:
-    """Where a registered plugin comes from."""
+    """Where a registered plugin comes from.
+
+    ``about`` gives its distribution's name and version. For an entry point that is
+    a parse of the distribution's metadata, which a launch does not need: it is done
+    the first time they are shown (a broken plugin, the backend listing).
+    """
 
     name: str
-    distribution: str
-    version: str
+    about: Callable[[], tuple[str, str]]
+
+    @cached_property
+    def _about(self) -> tuple[str, str]:
+        return self.about()
+
+    @property
+    def distribution(self) -> str:
+        """The name of the distribution that installed the plugin."""
+        return self._about[0]
+
+    @property
+    def version(self) -> str:
+        """That distribution's version."""
+        return self._about[1]
 
     def __str__(self) -> str:
         return f"{self.name!r} ({self.distribution} {self.version})"
@@ -294,7 +313,7 @@ class PluginRegistry:
         found.pm.register(owner, name=OWNER_PLUGIN)
 
         for path in self._builtins:
-            origin = _Origin(path, _BUILTIN_DISTRIBUTION, cubecl_server.__version__)
+            origin = _Origin(path, _builtin_about)
             try:
                 module = import_module(path)
             except Exception as exc:
@@ -315,8 +334,7 @@ class PluginRegistry:
         for ep in points:
             if (allow is not None and ep.name not in allow) or ep.name in block:
                 continue
-            dist = ep.dist
-            origin = _Origin(ep.name, dist.name if dist else "?", dist.version if dist else "?")
+            origin = _Origin(ep.name, _about(ep.dist))
             try:
                 loaded.append((ep.load(), origin))
             except Exception as exc:
@@ -336,6 +354,19 @@ class PluginRegistry:
             log.warning("cubecl-server plugin %r (%s %s) is broken: %s",
                            b.name, b.distribution, b.version, b.error)
         return found
+
+
+def _builtin_about() -> tuple[str, str]:
+    """The distribution of the built-in plugins: the core's."""
+    return _BUILTIN_DISTRIBUTION, cubecl_server.__version__
+
+
+def _about(dist: Any) -> Callable[[], tuple[str, str]]:
+    """What reads the name and version of an entry point's distribution (an
+    ``importlib_metadata.Distribution``, or None for an entry point without one)."""
+    def read() -> tuple[str, str]:
+        return (dist.name, dist.version) if dist is not None else ("?", "?")
+    return read
 
 
 def _culprit(exc: BaseException, caller: pluggy.HookCaller) -> str | None:

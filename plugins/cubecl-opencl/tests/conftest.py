@@ -1,15 +1,21 @@
-"""Fixtures for the opencl backend's tests: real PoCL, our figures (PoCL's cache off)."""
+"""Fixtures for the opencl backend's tests: real PoCL, with its own kernel cache on."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 
-# Before PyOpenCL starts PoCL: its own kernel cache would hide our compile path.
-os.environ["POCL_KERNEL_CACHE"] = "0"
-# And PoCL's directories out of ~/.cache: with its cache off each process (this one,
-# and each the tests start) gets one of its own in here, and the processes of later
-# runs remove those of ended ones (cubecl_opencl.pocl).
+# Before PyOpenCL starts PoCL: its kernel cache on, as PoCL ships and users run it.
+# Every conformance test starts from an empty store of ours, so each compiles its
+# kernels again: PoCL's cache makes the second build of a program cheap without
+# hiding any step of our compile path (each build still runs; stores, loads and
+# records are ours). Figures are taken with it off (benchmarks/harness.py), and the
+# cache-off mode has tests of its own (test_concurrent_processes.py, and the fresh
+# processes of test_backend.py).
+os.environ["POCL_KERNEL_CACHE"] = "1"
+# And PoCL's directories out of ~/.cache, in one of the test runs' own (with its
+# cache off, each process gets a directory of its own in there, and the processes of
+# later runs remove those of ended ones: cubecl_opencl.pocl).
 os.environ.setdefault("POCL_CACHE_DIR", os.path.join(
     tempfile.gettempdir(), f"cubecl-opencl-tests-{getattr(os, 'getuid', lambda: 0)()}"))
 
