@@ -131,8 +131,10 @@ def _groups() -> dict[int, tuple[str, Group]]:
         growth,
         hot_path,
         kernel_throughput,
+        lines,
         obtain,
         peers,
+        remote,
         store,
         tune,
     )
@@ -145,10 +147,12 @@ def _groups() -> dict[int, tuple[str, Group]]:
         6: ("Kernel throughput", kernel_throughput.run),
         7: ("Growth", growth.run),
         8: ("Autotune", tune.run),
+        9: ("Beyond one machine", remote.run),
+        10: ("Lines", lines.run),
     }
 
 
-GROUPS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+GROUPS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 """The figure groups, in report order."""
 
 

@@ -18,13 +18,15 @@ from typing import Any
 import numpy as np
 
 from cubecl_server import ir
+from cubecl_server.command import Command, Copy, Fill, Launch, Write, execute, nbytes
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.loader import KernelLoader
-from cubecl_server.compiler.record import CompilationRecord
+from cubecl_server.compiler.record import CompilationBatchRecord, CompilationRecord, Recorder
 from cubecl_server.config import config
 from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo
+from cubecl_server.device_events import CompletedEvent, EventServer
 from cubecl_server.errors import LaunchError, TaintedBufferError, UnreadFailuresError
-from cubecl_server.execution import ExecutionMode
+from cubecl_server.execution import ExecutionMode, ExecutionPolicy, ExecutionStats
 from cubecl_server.kernel import CubeCount, CubeDim, Launchable
 from cubecl_server.logging import configure_logging
 from cubecl_server.memory_management import ErrorGraph, Handle, MemoryManagement, MemoryUsage
@@ -65,21 +67,83 @@ class _Plan:
     """Per array parameter: whether the kernel writes it (it is tainted if the launch fails)."""
 
 
+_COMPLETED = CompletedEvent()
+
+
+class _Counters:
+    """The mutable counts behind :class:`ExecutionStats`, and the recorder that counts
+    the loader's compilations by outcome before handing each record on."""
+
+    __slots__ = ("bytes_copied", "bytes_read", "bytes_written", "compilations", "failed",
+                 "launches", "skipped", "submissions", "syncs")
+
+    def __init__(self) -> None:
+        self.launches = self.skipped = self.failed = 0
+        self.bytes_written = self.bytes_read = self.bytes_copied = 0
+        self.syncs = self.submissions = 0
+        self.compilations: dict[str, int] = {}
+
+    def compiled(self, outcome: str) -> None:
+        self.compilations[outcome] = self.compilations.get(outcome, 0) + 1
+
+    def snapshot(self) -> ExecutionStats:
+        return ExecutionStats(self.launches, self.skipped, self.failed, dict(self.compilations),
+                              self.bytes_written, self.bytes_read, self.bytes_copied,
+                              self.syncs, self.submissions)
+
+
+class _CountingRecorder:
+    """The loader's recorder on a client: counts each record's outcome, then passes it
+    to the recorder the configuration asked for (if any)."""
+
+    def __init__(self, counters: _Counters, inner: Recorder | None) -> None:
+        self.counters = counters
+        self.inner = inner
+
+    def record(self, record: CompilationRecord) -> None:
+        self.counters.compiled(record.outcome.value)
+        if self.inner is not None:
+            self.inner.record(record)
+
+    def record_batch(self, batch: CompilationBatchRecord) -> None:
+        if self.inner is not None:
+            self.inner.record_batch(batch)
+
+
+@dataclass(slots=True)
+class _Held:
+    """A launch a deferred client holds until the program needs a result."""
+
+    plan: _Plan
+    number: int
+    count: CubeCount
+    dim: CubeDim
+    handles: list[Handle]
+    arrays: list[Binding]
+    scalars: list[np.generic]
+
+
 class ComputeClient:
     """One device of one backend, as a user sees it: buffers in, kernels run, data out.
 
     Launches are asynchronous: a launch that fails does not raise, it taints the
     buffers it would have written, and reading one of them raises
     ``TaintedBufferError`` with the chain back to the failure (ERROR_HANDLING.md).
-    Use a client from one thread at a time; it is cheap to share across a program.
+    Every request that reaches the device is a command (:mod:`cubecl_server.command`);
+    with ``ExecutionPolicy.DEFERRED`` the launches, fills and copies are held and
+    handed to the server together when a result is needed. ``stats()`` says what
+    the work triggered. Use a client from one thread at a time; it is cheap to share
+    across a program.
     """
 
     def __init__(self, server: ComputeServer, memory: MemoryManagement, loader: KernelLoader,
-                 mode: ExecutionMode) -> None:
+                 mode: ExecutionMode,
+                 policy: ExecutionPolicy = ExecutionPolicy.IMMEDIATE) -> None:
         self.server = server
         self.memory = memory
         self.loader = loader
         self.mode = mode
+        self.policy = policy
         self.errors = ErrorGraph()
         self.failures = Failures()
         self._launches = 0
@@ -87,6 +151,12 @@ class ComputeClient:
         # hashing anything but this tuple.
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._max_count = server.capabilities.max_cube_count
+        self._held: list[_Held | tuple[Command, Handle, Handle | None, int]] = []
+        self._counters = _Counters()
+        loader.recorder = _CountingRecorder(self._counters, loader.recorder)
+        self._events = isinstance(server, EventServer)
+        self._traffic: int | None = None
+        """Bytes the commands run so far have bound, while a profile counts them."""
 
     @property
     def backend(self) -> str:
@@ -102,6 +172,14 @@ class ComputeClient:
     def capabilities(self) -> Capabilities:
         """What the device supports."""
         return self.server.capabilities
+
+    def stats(self) -> ExecutionStats:
+        """What the work run on this client triggered so far (see ExecutionStats)."""
+        return self._counters.snapshot()
+
+    def reset_stats(self) -> None:
+        """Start counting :meth:`stats` from zero."""
+        self._counters.__init__()  # type: ignore[misc]
 
     # ------------------------------------------------------------- memory
 
@@ -129,8 +207,55 @@ class ComputeClient:
         if arr.dtype != handle.dtype or arr.shape != handle.shape:
             raise ValueError(f"cannot write {arr.dtype}{list(arr.shape)} into a buffer of "
                              f"{handle.dtype}{list(handle.shape)}")
-        self.server.write(handle.binding(), np.ascontiguousarray(arr).reshape(-1))
+        self.flush()
+        command = Write(handle.binding(), np.ascontiguousarray(arr).reshape(-1))
+        execute(self.server, command)
+        self._counters.bytes_written += command.binding.size
         handle.taint = None
+        handle.event = _COMPLETED
+
+    def fill(self, handle: Handle, value: Any) -> None:
+        """Set every element of the buffer to ``value`` on the device; like a write,
+        this clears any taint the buffer carried (a fill that fails taints it)."""
+        self._own(handle, "fill")
+        scalar = _scalar("fill", ir.Param("value", handle.elem, False), value)
+        self._device_command(Fill(handle.binding(), scalar), handle, None)
+
+    def copy(self, src: Handle, dst: Handle) -> None:
+        """Copy ``src`` into ``dst`` (the same dtype and size) on the device; ``dst``
+        takes on ``src``'s taint, if it has one."""
+        self._own(src, "copy")
+        self._own(dst, "copy")
+        if src.dtype != dst.dtype or src.nbytes != dst.nbytes:
+            raise ValueError(f"cannot copy {src!r} into {dst!r}: dtype and size must match")
+        self._device_command(Copy(src.binding(), dst.binding()), dst, src)
+
+    def _device_command(self, command: Command, out: Handle, src: Handle | None) -> None:
+        self._launches += 1
+        held = (command, out, src, self._launches)
+        if self.policy is ExecutionPolicy.DEFERRED:
+            self._held.append(held)
+        else:
+            self._run_command(*held)
+
+    def _run_command(self, command: Command, out: Handle, src: Handle | None,
+                     number: int) -> None:
+        kind = "fill" if type(command) is Fill else "copy"
+        if src is not None and src.taint is not None:
+            self._counters.skipped += 1
+            out.taint = self.errors.propagate(kind, number, self.backend, [src.taint], kind)
+            return
+        with ExecuteScope(self.errors, self.failures, kind, number, self.backend, [out],
+                          kind) as scope:
+            execute(self.server, command)
+            moved = nbytes(command)
+            self._counters.bytes_copied += moved // (2 if src is not None else 1)
+            if self._traffic is not None:
+                self._traffic += moved
+            out.taint = None
+        out.event = None
+        if scope.failed is not None:
+            self._counters.failed += 1
 
     def read(self, handle: Handle) -> np.ndarray:
         """A host copy of the buffer, with its shape and dtype.
@@ -138,6 +263,7 @@ class ComputeClient:
         Raises ``TaintedBufferError`` when the work meant to write it failed.
         """
         self._own(handle, "read")
+        self.flush()
         taint = handle.taint
         if taint is not None:
             taint.mark_observed()
@@ -147,7 +273,13 @@ class ComputeClient:
                       for i, t in enumerate(chain)]
             root = chain[-1].error
             raise TaintedBufferError("\n".join(lines), root) from root
-        return self.server.read(handle.binding()).reshape(handle.shape)
+        binding = handle.binding()
+        if self._events:
+            data = self.server.read_after(binding, handle.event)  # type: ignore[attr-defined]
+        else:
+            data = self.server.read(binding)
+        self._counters.bytes_read += binding.size
+        return data.reshape(handle.shape)
 
     def _own(self, handle: Handle, what: str) -> None:
         if type(handle) is not Handle:
@@ -157,13 +289,29 @@ class ComputeClient:
             raise TypeError(f"cannot {what} {handle!r}: it belongs to another client; "
                             "copy it through the host (client.read, then create)")
 
+    def flush(self) -> None:
+        """Hand every held command to the server, in order (a deferred client does
+        this itself before a read, a write, a sync or a profile); nothing to do for
+        an immediate client."""
+        if not self._held:
+            return
+        held, self._held = self._held, []
+        self._counters.submissions += 1
+        for h in held:
+            if type(h) is _Held:
+                self._run_launch(h)
+            else:
+                self._run_command(*h)  # type: ignore[misc]
+
     def sync(self) -> None:
         """Wait until all work launched on this client has finished.
 
         Raises ``UnreadFailuresError`` for failed launches whose outputs nobody read
         and nobody can read any more, so that no failure goes unreported.
         """
+        self.flush()
         self.server.sync()
+        self._counters.syncs += 1
         lost, count = self.failures.take_lost()
         if count:
             shown = "\n".join(f"  {f.description}" for f in lost)
@@ -171,11 +319,29 @@ class ComputeClient:
             raise UnreadFailuresError(f"{count} failed launch(es) whose outputs were never "
                                       f"read:\n{shown}{more}")
 
-    def profile(self, work: Callable[[], object]) -> ProfileDuration:
+    def profile(self, work: Callable[[], object], *, flops: int = 0) -> ProfileDuration:
         """Run ``work`` (launches on this client) and say how long the device took:
-        by its own timestamps where the backend has them, else by the host's clock
-        around a sync (``ProfileDuration.method`` says which)."""
-        return profile(self.server, work)
+        by its own clock where the backend has one (a timed event before the work and
+        one after it), else by the host's clock around a sync
+        (``ProfileDuration.method`` says which). The result also counts the commands
+        the work ran and their minimum memory traffic, and with ``flops`` (the
+        floating-point operations the work does, which only the caller knows) gives
+        its ``throughput`` in GB/s and GFLOP/s."""
+        self.flush()
+        before = self._counters.launches
+        self._traffic = 0
+
+        def run() -> None:
+            work()
+            self.flush()
+
+        try:
+            took = profile(self.server, run)
+            traffic = self._traffic
+        finally:
+            self._traffic = None
+        return ProfileDuration(took.seconds, took.method, self._counters.launches - before,
+                               traffic, flops)
 
     def memory_usage(self) -> MemoryUsage:
         """How much device memory this client's buffers use and reserve."""
@@ -223,6 +389,7 @@ class ComputeClient:
         raises ``LaunchError``. Anything that fails after that
         (compiling, the device) taints the buffers the kernel writes; a launch that
         reads a tainted buffer does not run and passes the taint on to its outputs.
+        A deferred client checks all of this at once and holds the launch itself.
         """
         if type(cube_count) is not CubeCount:
             cube_count = CubeCount.of(cube_count)
@@ -236,21 +403,45 @@ class ComputeClient:
             raise LaunchError(cube_count_error(k, cube_count, cube_dim, self.capabilities))
         handles, arrays, scalars = _bind(k.name, plan.params, args, self.memory)
         self._launches += 1
+        held = _Held(plan, self._launches, cube_count, cube_dim, handles, arrays, scalars)
+        if self.policy is ExecutionPolicy.DEFERRED:
+            self._held.append(held)
+        else:
+            self._run_launch(held)
+
+    def _run_launch(self, held: _Held) -> None:
+        """Carry out one launch: skipped when an input is tainted, else obtained and
+        run in an ExecuteScope that taints its outputs if anything fails."""
+        plan, handles = held.plan, held.handles
+        k = plan.kernel
         outputs = [h for h, w in zip(handles, plan.writes, strict=True) if w]
         causes = [h.taint for h, r in zip(handles, plan.reads, strict=True)
                   if r and h.taint is not None]
+        counters = self._counters
         if causes:
-            taint = self.errors.propagate(k.name, self._launches, self.backend, causes)
+            counters.skipped += 1
+            taint = self.errors.propagate(k.name, held.number, self.backend, causes)
             for h in outputs:
                 h.taint = taint
             return
-        with ExecuteScope(self.errors, self.failures, k.name, self._launches, self.backend,
-                          outputs):
-            loaded = self.loader.get(plan.id)
-            self.server.launch(loaded, cube_count, cube_dim, arrays, scalars)
+        with ExecuteScope(self.errors, self.failures, k.name, held.number, self.backend,
+                          outputs) as scope:
+            try:
+                loaded = self.loader.get(plan.id)
+            except Exception:
+                counters.compiled("failed")
+                raise
+            event = execute(self.server, Launch(loaded, held.count, held.dim,
+                                                tuple(held.arrays), tuple(held.scalars)))
+            counters.launches += 1
+            if self._traffic is not None:
+                self._traffic += sum(b.size for b in held.arrays)
             for h in outputs:
                 # Its inputs were clean and it ran: what it wrote is valid again.
                 h.taint = None
+                h.event = event
+        if scope.failed is not None:
+            counters.failed += 1
 
 
 def _read_arrays(k: ir.Kernel) -> tuple[set[str], set[str]]:
@@ -340,7 +531,8 @@ def create_client(backend: str | None = None, device: int | None = None, *,
     descriptor = registry().descriptor(backend or config().backend)
     server = open_server(descriptor, 0 if device is None else device, compile_only)
     return ComputeClient(server, MemoryManagement(server.storage),
-                         open_loader(descriptor, server), config().execution_mode)
+                         open_loader(descriptor, server), config().execution_mode,
+                         config().execution_policy)
 
 
 _clients: dict[tuple[str, int], ComputeClient] = {}
@@ -389,7 +581,7 @@ def recording(c: ComputeClient) -> Iterator[list[CompilationRecord]]:
     kept in the environment's database, broadcast, and collected in the list yielded."""
     records: list[CompilationRecord] = []
     before = c.loader.recorder
-    c.loader.recorder = _Collecting(records)
+    c.loader.recorder = _CountingRecorder(c._counters, _Collecting(records))
     try:
         yield records
     finally:

@@ -7,11 +7,18 @@ parents. Every setting and its variable:
 |-----------------------------|------------------------------|----------------------|
 | ``backend``                 | ``CUBECL_BACKEND``           | ``"cpu"``            |
 | ``[execution] mode``        | ``CUBECL_EXECUTION_MODE``    | ``"checked"``        |
+| ``[execution] policy``      | ``CUBECL_EXECUTION_POLICY``  | ``"immediate"``      |
 | ``[compilation] cache``     | ``CUBECL_COMPILATION_CACHE`` | ``true``             |
 | ``[compilation] record``    | ``CUBECL_COMPILATION_RECORD``| ``false``            |
 | ``[cache] dir``             | ``CUBECL_CACHE_DIR``         | the user cache dir   |
 | ``[environment] name``      | ``CUBECL_ENVIRONMENT``       | ``"default"``        |
 | ``[autotune] mode``         | ``CUBECL_AUTOTUNE``          | ``"on"``             |
+| ``[cache] url``             | ``CUBECL_STORE_URL``         | none (no shared tier)|
+| ``[cache] prefix``          | ``CUBECL_STORE_PREFIX``      | ``"cubecl:"``        |
+| ``[cache] secret_file``     | ``CUBECL_STORE_SECRET`` (the | none                 |
+|                             | secret itself)               |                      |
+
+A relative ``secret_file`` is read from the config file's directory.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cubecl_server.execution import ExecutionMode
+from cubecl_server.execution import ExecutionMode, ExecutionPolicy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,11 +58,20 @@ class Config:
 
     backend: str = "cpu"
     execution_mode: ExecutionMode = ExecutionMode.CHECKED
+    execution_policy: ExecutionPolicy = ExecutionPolicy.IMMEDIATE
     compilation_cache: bool = True
     compilation_record: bool = False
     cache_dir: str | None = None
     environment: str | None = None
     autotune: str = "on"
+    store_url: str | None = None
+    """The shared tier's Redis URL (``redis://``, ``rediss://``; ``+cluster`` for a
+    Redis Cluster), or None for none."""
+    store_prefix: str = "cubecl:"
+    """What every key the shared tier writes starts with."""
+    store_secret_file: Path | None = None
+    """The file holding the fleet's signing secret (``CUBECL_STORE_SECRET`` overrides
+    it; the variable is read where the secret is, never kept here)."""
     file: Path | None = None
 
 
@@ -114,22 +130,40 @@ def config() -> Config:
         execution_mode = ExecutionMode(mode)
     except ValueError:
         raise ValueError(f"execution mode {mode!r}: expected 'checked' or 'unchecked'") from None
+    policy = env.get("CUBECL_EXECUTION_POLICY") or _table(data, "execution", path).get(
+        "policy", "immediate")
+    try:
+        execution_policy = ExecutionPolicy(policy)
+    except ValueError:
+        raise ValueError(f"execution policy {policy!r} (CUBECL_EXECUTION_POLICY or "
+                         "[execution] policy): expected 'immediate' or 'deferred'") from None
     compilation = _table(data, "compilation", path)
     where = f"{path}: [compilation]"
     autotune = env.get("CUBECL_AUTOTUNE") or _table(data, "autotune", path).get("mode", "on")
     if autotune not in AUTOTUNE_MODES:
         raise ValueError(f"autotune mode {autotune!r} (CUBECL_AUTOTUNE or [autotune] mode): "
                          f"expected one of {', '.join(AUTOTUNE_MODES)}")
+    cache = _table(data, "cache", path)
+    for name in ("url", "prefix", "secret_file", "dir"):
+        if not isinstance(cache.get(name, ""), str):
+            raise ValueError(f"{path}: [cache] {name} must be a string")
+    secret_file = cache.get("secret_file")
+    if secret_file is not None and path is not None:
+        secret_file = path.parent / Path(secret_file).expanduser()
     return Config(
         backend=env.get("CUBECL_BACKEND") or data.get("backend", "cpu"),
         execution_mode=execution_mode,
+        execution_policy=execution_policy,
         compilation_cache=_setting(compilation, "cache", "CUBECL_COMPILATION_CACHE", True,
                                    where),
         compilation_record=_setting(compilation, "record", "CUBECL_COMPILATION_RECORD",
                                     False, where),
-        cache_dir=_table(data, "cache", path).get("dir"),
+        cache_dir=cache.get("dir"),
         environment=_table(data, "environment", path).get("name"),
         autotune=autotune,
+        store_url=env.get("CUBECL_STORE_URL") or cache.get("url") or None,
+        store_prefix=env.get("CUBECL_STORE_PREFIX") or cache.get("prefix", "cubecl:"),
+        store_secret_file=None if secret_file is None else Path(secret_file),
         file=path,
     )
 

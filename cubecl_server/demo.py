@@ -172,6 +172,10 @@ class DemoResult:
     run_ms: float
     max_error: float
     tolerance: float
+    gb_s: float | None = None
+    """GB/s of the launch's minimum memory traffic, profiled apart from the checked run."""
+    gflop_s: float | None = None
+    """GFLOP/s of the launch, where the demo counts its floating-point operations."""
 
     @property
     def ok(self) -> bool:
@@ -179,9 +183,10 @@ class DemoResult:
         return bool(self.max_error <= self.tolerance)
 
 
-_Case = tuple[KernelFunction, CubeDim, Callable[[], np.ndarray], np.ndarray, float]
-"""A demo kernel ready to go: the kernel, its cube dim, a run that returns the result,
-the NumPy result, and the relative tolerance."""
+_Case = tuple[KernelFunction, CubeDim, Callable[[], None], Callable[[], np.ndarray],
+              np.ndarray, float, int]
+"""A demo kernel ready to go: the kernel, its cube dim, its launch, a read of the
+result, the NumPy result, the relative tolerance, and its floating-point operations."""
 
 
 def _saxpy(c: ComputeClient, rng: np.random.Generator) -> _Case:
@@ -191,10 +196,9 @@ def _saxpy(c: ComputeClient, rng: np.random.Generator) -> _Case:
     hx, hy, ho = c.create(x), c.create(y), c.empty(n, np.float32)
     dim = CubeDim(256)
 
-    def run() -> np.ndarray:
+    def launch() -> None:
         saxpy.launch(c, CubeCount(-(-n // 256)), dim, hx, hy, ho, alpha)
-        return c.read(ho)
-    return saxpy, dim, run, alpha * x + y, 1e-5
+    return saxpy, dim, launch, lambda: c.read(ho), alpha * x + y, 1e-5, 2 * n
 
 
 def _transpose(c: ComputeClient, rng: np.random.Generator) -> _Case:
@@ -203,11 +207,10 @@ def _transpose(c: ComputeClient, rng: np.random.Generator) -> _Case:
     hs, hd = c.create(src), c.empty((cols, rows), np.float32)
     dim = CubeDim(16, 16)
 
-    def run() -> np.ndarray:
+    def launch() -> None:
         transpose.launch(c, CubeCount(-(-cols // 16), -(-rows // 16)), dim, hs, hd,
                          rows, cols)
-        return c.read(hd)
-    return transpose, dim, run, src.T, 0.0
+    return transpose, dim, launch, lambda: c.read(hd), src.T, 0.0, 0
 
 
 def _row_softplus(c: ComputeClient, rng: np.random.Generator) -> _Case:
@@ -216,11 +219,11 @@ def _row_softplus(c: ComputeClient, rng: np.random.Generator) -> _Case:
     hx, ho = c.create(x), c.empty(rows, np.float32)
     dim = CubeDim(64)
 
-    def run() -> np.ndarray:
+    def launch() -> None:
         row_softplus.launch(c, CubeCount(-(-rows // 64)), dim, hx, ho, cols)
-        return c.read(ho)
     expected = np.logaddexp(0.0, x.astype(np.float64)).sum(axis=1)
-    return row_softplus, dim, run, expected, 1e-3
+    # Per element: a compare, an exp, an add, a log and an add or two (counted as 5).
+    return row_softplus, dim, launch, lambda: c.read(ho), expected, 1e-3, 5 * rows * cols
 
 
 DEMO_KERNELS = (_saxpy, _transpose, _row_softplus)
@@ -250,7 +253,8 @@ TUNED_DEMOS = (_matmul_tuned, _row_softplus_tuned)
 
 
 def run_demo(c: ComputeClient, seed: int | None = None) -> list[DemoResult]:
-    """Run every demo kernel on ``c`` with fresh random data and check it against NumPy.
+    """Run every demo kernel on ``c`` with fresh random data and check it against NumPy,
+    then profile its launch once more for its throughput (``client.profile``).
 
     Its compilations are recorded in the environment (``cubecl-server compilations``).
     """
@@ -258,16 +262,20 @@ def run_demo(c: ComputeClient, seed: int | None = None) -> list[DemoResult]:
     results = []
     with recording(c) as records:
         for case in DEMO_KERNELS:
-            k, dim, run, expected, tol = case(c, rng)
+            k, dim, launch, result, expected, tol, flops = case(c, rng)
             t0 = time.perf_counter()
             c.prepare(k, dim)
             t1 = time.perf_counter()
-            got = run()
+            launch()
+            got = result()
             t2 = time.perf_counter()
             outcome = next((r.outcome.value for r in reversed(records)
                             if r.kernel == k.__name__), "in memory")
-            results.append(DemoResult(k.__name__, outcome, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-                                      _error(got, expected), tol))
+            rate = c.profile(launch, flops=flops).throughput
+            results.append(DemoResult(
+                k.__name__, outcome, (t1 - t0) * 1e3, (t2 - t1) * 1e3, _error(got, expected),
+                tol, None if rate is None else rate.gb_s,
+                None if rate is None or not flops else rate.gflop_s))
     for tuned in TUNED_DEMOS:
         if tuned is _matmul_tuned and not c.capabilities.barrier:
             continue  # the tiled matmul synchronises its cube; this device cannot

@@ -54,7 +54,10 @@ class Capabilities:
     none. Atomics on them need ``int64`` and an entry in ``atomics``. ``barrier`` says
     whether the units of a cube can meet at ``sync_cube()`` (an IR ``Barrier``); a
     device without it runs no kernel that synchronises its cube, and the conformance
-    suite skips those tests, naming the capability.
+    suite skips those tests, naming the capability. ``line_sizes`` lists the line
+    sizes its kernels may read and write array parameters in (``Array[Line[T]]``,
+    ``docs/language.md``); 1, plain elements, is always there, and the default is only
+    that, so a backend that knows nothing of lines is never handed one.
     """
 
     f64: bool
@@ -67,3 +70,5 @@ class Capabilities:
     max_cube_count: tuple[int, int, int] = (65535, 65535, 65535)
     int64: bool = True
     barrier: bool = True
+    line_sizes: tuple[int, ...] = (1,)
+    tma: bool = False  # tensor maps as launch arguments (cubecl_server.tma): CUDA sm_90+

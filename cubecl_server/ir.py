@@ -28,13 +28,15 @@ import math
 import struct
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
-    "Elem", "Param", "Local", "SharedArray", "LocalArray", "SourceLoc",
+    "Elem", "Line", "Type", "LINE_SIZES", "elem_of", "line_size", "Param", "Local",
+    "SharedArray", "LocalArray", "SourceLoc",
     "Const", "Var", "Builtin", "BuiltinName", "Binary", "BinOp", "Unary", "UnOp",
     "Math", "MathFn", "Cast", "Bitcast", "Select", "Load", "Len", "Shape", "Stride", "PlaneOp",
-    "PlaneFn", "Assign", "Store", "If", "For", "While", "Break", "Continue", "Return",
+    "PlaneFn", "LineFill", "LineElement", "LineReduce", "ReduceFn", "Assign", "Store", "If",
+    "For", "While", "Break", "Continue", "Return",
     "Barrier", "AtomicStmt", "AtomicOp", "Kernel", "Expr", "Stmt",
     "to_json", "from_json", "format_expr", "format_stmt", "format_kernel", "walk",
 ]
@@ -80,6 +82,52 @@ class Elem(enum.Enum):
             self.value[0]] + self.value[1:]
 
 
+LINE_SIZES = (2, 4, 8, 16)
+"""The sizes a :class:`Line` may have (a line of 1 is its element type itself)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line type: ``size`` elements of ``elem`` taken as one value (a vector).
+
+    Instances are interned: two equal lines are one object, so ``is`` compares line
+    types as it compares :class:`Elem` members.
+    """
+
+    elem: Elem
+    size: int
+
+    _interned: ClassVar[dict[tuple[Elem, int], Line]] = {}
+
+    def __new__(cls, elem: Elem, size: int) -> Line:
+        line = cls._interned.get((elem, size))
+        if line is None:
+            line = cls._interned[(elem, size)] = super().__new__(cls)
+        return line
+
+    def __getnewargs__(self) -> tuple[Elem, int]:
+        return self.elem, self.size
+
+    @property
+    def value(self) -> str:
+        """The type as the kernel language spells it: ``Line[f32, 4]``."""
+        return f"Line[{self.elem.value}, {self.size}]"
+
+
+Type = Elem | Line
+"""The type of a value: one element, or a line of them."""
+
+
+def elem_of(t: Type) -> Elem:
+    """The element type of ``t``: ``t`` itself, or a line's element type."""
+    return t.elem if isinstance(t, Line) else t
+
+
+def line_size(t: Type) -> int:
+    """How many elements a value of ``t`` holds: a line's size, 1 for an element type."""
+    return t.size if isinstance(t, Line) else 1
+
+
 @dataclass(frozen=True)
 class SourceLoc:
     """Where a kernel was written; kept for messages, never part of the hash."""
@@ -91,21 +139,37 @@ class SourceLoc:
         return f"{self.file}:{self.line}"
 
 
+_SINCE_LINES = {"omit_at_default": True}
+"""Field metadata: a field added after kernels were already digested, left out of
+the serialisation where it holds its default, so those kernels keep their digests."""
+
+
 @dataclass(frozen=True)
 class Param:
-    """A kernel parameter: a global array (``array=True``) or a scalar passed by value."""
+    """A kernel parameter: a global array (``array=True``) or a scalar passed by value.
+
+    ``line`` > 1 makes an array a line array: the buffer holds ``elem`` elements, and
+    the kernel reads and writes them ``line`` at a time (:attr:`value_type`).
+    """
 
     name: str
     elem: Elem
     array: bool
+    line: int = field(default=1, metadata=_SINCE_LINES)
+
+    @property
+    def value_type(self) -> Type:
+        """What one ``Load`` of this array gives: a :class:`Line` for a line array,
+        else its element type."""
+        return Line(self.elem, self.line) if self.line > 1 else self.elem
 
 
 @dataclass(frozen=True)
 class Local:
-    """A local variable, declared for the whole kernel with one type."""
+    """A local variable, declared for the whole kernel with one type (a line too)."""
 
     name: str
-    elem: Elem
+    elem: Type
 
 
 @dataclass(frozen=True)
@@ -163,7 +227,7 @@ class Var:
     """The current value of a local variable or a scalar parameter."""
 
     name: str
-    type: Elem
+    type: Type
 
 
 class BuiltinName(enum.Enum):
@@ -252,7 +316,7 @@ class Binary:
     op: BinOp
     lhs: Expr
     rhs: Expr
-    type: Elem
+    type: Type
 
 
 class UnOp(enum.Enum):
@@ -269,7 +333,7 @@ class Unary:
 
     op: UnOp
     x: Expr
-    type: Elem
+    type: Type
 
 
 class MathFn(enum.Enum):
@@ -343,7 +407,7 @@ class Math:
 
     fn: MathFn
     args: tuple[Expr, ...]
-    type: Elem
+    type: Type
 
 
 @dataclass(frozen=True)
@@ -351,7 +415,7 @@ class Cast:
     """``x`` converted to ``type`` (C conversion rules; float to int truncates)."""
 
     x: Expr
-    type: Elem
+    type: Type
 
 
 @dataclass(frozen=True)
@@ -370,7 +434,7 @@ class Select:
     cond: Expr
     a: Expr
     b: Expr
-    type: Elem
+    type: Type
 
 
 @dataclass(frozen=True)
@@ -382,7 +446,7 @@ class Load:
 
     array: str
     index: Expr
-    type: Elem
+    type: Type
 
 
 @dataclass(frozen=True)
@@ -440,8 +504,44 @@ class PlaneOp:
     type: Elem
 
 
+class ReduceFn(enum.Enum):
+    """How :class:`LineReduce` combines the elements of a line."""
+
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+
+
+@dataclass(frozen=True)
+class LineFill:
+    """A line with every element ``x`` (a value of the line's element type)."""
+
+    x: Expr
+    type: Line
+
+
+@dataclass(frozen=True)
+class LineElement:
+    """Element ``index`` (a constant, ``0 <= index < size``) of the line ``x``."""
+
+    x: Expr
+    index: int
+    type: Elem
+
+
+@dataclass(frozen=True)
+class LineReduce:
+    """The elements of the line ``x`` combined by ``fn`` into one value of its element
+    type: ``SUM`` (wrapping on integers; float order unspecified), ``MIN``, ``MAX``
+    (as ``MathFn.MIN``/``MAX``: a NaN loses to a number)."""
+
+    fn: ReduceFn
+    x: Expr
+    type: Elem
+
+
 Expr = (Const | Var | Builtin | Binary | Unary | Math | Cast | Bitcast | Select | Load | Len
-        | Shape | Stride | PlaneOp)
+        | Shape | Stride | PlaneOp | LineFill | LineElement | LineReduce)
 
 # ---------------------------------------------------------------- statements
 
@@ -648,18 +748,23 @@ _NODES: dict[str, type] = {
     cls.__name__: cls for cls in (
         Param, Local, SharedArray, LocalArray, Const, Var, Builtin, Binary, Unary, Math,
         Cast, Bitcast, Select, Load, Len, Shape, Stride, PlaneOp, Assign, Store, If, For,
-        While, Break, Continue, Return, Barrier, AtomicStmt, Kernel,
+        While, Break, Continue, Return, Barrier, AtomicStmt, Kernel, Line, LineFill,
+        LineElement, LineReduce,
     )
 }
 _ENUMS: dict[str, type[enum.Enum]] = {
-    cls.__name__: cls for cls in (Elem, BuiltinName, BinOp, UnOp, MathFn, PlaneFn, AtomicOp)
+    cls.__name__: cls for cls in (Elem, BuiltinName, BinOp, UnOp, MathFn, PlaneFn, AtomicOp,
+                                  ReduceFn)
 }
 
 
-_ENCODED_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in dataclasses.fields(cls) if f.compare) for cls in _NODES.values()
+_ENCODED_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {
+    cls: tuple((f.name, f.default if f.metadata.get("omit_at_default") else _UNSEEN)
+               for f in dataclasses.fields(cls) if f.compare)
+    for cls in _NODES.values()
 }
-"""Per node type: the fields its serialisation holds, in order."""
+"""Per node type: the fields its serialisation holds, in order, each with the default
+it is left out at (``_UNSEEN`` for a field always written)."""
 
 _ENUM_TYPES = frozenset(_ENUMS.values())
 
@@ -672,8 +777,10 @@ def _encode(value: Any) -> Any:
     fields = _ENCODED_FIELDS.get(t)
     if fields is not None:
         out: dict[str, Any] = {"node": t.__name__}
-        for name in fields:
-            out[name] = _encode(getattr(value, name))
+        for name, omitted in fields:
+            v = getattr(value, name)
+            if v is not omitted and v != omitted:
+                out[name] = _encode(v)
         return out
     if t is tuple:
         return [_encode(v) for v in value]
@@ -763,6 +870,12 @@ def format_expr(e: Expr) -> str:
         case PlaneOp(fn=fn, value=v, lane=lane):
             extra = f", {format_expr(lane)}" if lane is not None else ""
             return f"plane_{fn.value}({format_expr(v)}{extra})"
+        case LineFill(x=x, type=t):
+            return f"line({format_expr(x)}, {t.size})"
+        case LineElement(x=x, index=i):
+            return f"{format_expr(x)}[{i}]"
+        case LineReduce(fn=fn, x=x):
+            return f"line_{fn.value}({format_expr(x)})"
     raise TypeError(f"not an IR expression: {e!r}")
 
 
@@ -817,7 +930,7 @@ def format_stmt(s: Stmt) -> str:
 def format_kernel(k: Kernel) -> str:
     """The whole kernel as readable, Python-like text."""
     params = ", ".join(
-        f"{p.name}: {'Array[' + p.elem.value + ']' if p.array else p.elem.value}"
+        f"{p.name}: {'Array[' + p.value_type.value + ']' if p.array else p.elem.value}"
         for p in k.params)
     out = [f"kernel {k.name}({params}):"]
     for name, value in k.comptime:

@@ -45,7 +45,8 @@ _FLOAT_ATOMICS = (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN)
 _LANE_PLANE_FNS = (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR)
 _BOOL_PLANE_FNS = (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
 _Takes = tuple[str, Callable[[ir.Elem], bool]]
-"""What an operator takes: its name in messages, and a predicate on the operand type."""
+"""What an operator takes: its name in messages, and a predicate on the operand's
+element type (a line's operators act on each element)."""
 
 _NUMBERS: _Takes = ("numbers", lambda t: t.is_int or t.is_float)
 _INTEGERS: _Takes = ("integers", lambda t: t.is_int)
@@ -104,6 +105,31 @@ class _Violation(Exception):
         super().__init__(self.message)
 
 
+def _is_int(t: ir.Type) -> bool:
+    """Whether ``t`` is an integer type (a line is not)."""
+    return isinstance(t, ir.Elem) and t.is_int
+
+
+def _type_problem(t: object) -> str | None:
+    """Why ``t`` is not a type a value may have, or None: an :class:`ir.Elem`, or a
+    :class:`ir.Line` of one with a size in :data:`ir.LINE_SIZES`."""
+    if isinstance(t, ir.Elem):
+        return None
+    if not isinstance(t, ir.Line):
+        return f"{t!r} is not a type"
+    if not isinstance(t.elem, ir.Elem):
+        return f"the line's element {t.elem!r} is not an Elem"
+    if isinstance(t.size, bool) or t.size not in ir.LINE_SIZES:
+        return f"a line's size is one of {', '.join(map(str, ir.LINE_SIZES))}, not {t.size!r}"
+    return None
+
+
+def _like(t: ir.Type, elem: ir.Elem) -> ir.Type:
+    """``elem``, or a line of it as long as ``t`` when ``t`` is a line (an elementwise
+    operation's result type)."""
+    return ir.Line(elem, t.size) if isinstance(t, ir.Line) else elem
+
+
 def _fits(value: object, t: ir.Elem) -> bool:
     """Whether a constant's Python value is one of type ``t``."""
     if t is E.BOOL:
@@ -123,9 +149,9 @@ class _Checker:
 
     def __init__(self, kernel: ir.Kernel) -> None:
         self.k = kernel
-        self.locals: dict[str, ir.Elem] = {}
+        self.locals: dict[str, ir.Type] = {}
         self.scalars: dict[str, ir.Elem] = {}
-        self.arrays: dict[str, ir.Elem] = {}
+        self.arrays: dict[str, ir.Type] = {}
         self.shared: dict[str, ir.Elem] = {}
         self.local_arrays: dict[str, ir.Elem] = {}
         self.loops = 0
@@ -148,11 +174,23 @@ class _Checker:
                          f"{name!r} is declared as a {seen[name]} and as a {kind}")
                 raise _Violation(f"{again} (names of params, locals, shared and local "
                                  "arrays are distinct, each declared once)")
-            if not isinstance(elem, ir.Elem):
+            if kind != "local" and not isinstance(elem, ir.Elem):
                 raise _Violation(f"{kind} {name!r} has type {elem!r}, not an Elem")
+            problem = _type_problem(elem)
+            if problem is not None:
+                raise _Violation(f"{kind} {name!r}: {problem}")
             seen[name] = kind
         for p in k.params:
-            (self.arrays if p.array else self.scalars)[p.name] = p.elem
+            line = getattr(p, "line", 1)
+            if isinstance(line, bool) or line not in (1, *ir.LINE_SIZES) \
+                    or (line > 1 and not p.array):
+                raise _Violation(f"parameter {p.name!r} has line {line!r}; a line is 1, or "
+                                 f"one of {', '.join(map(str, ir.LINE_SIZES))} for an array "
+                                 "parameter")
+            if p.array:
+                self.arrays[p.name] = p.value_type
+            else:
+                self.scalars[p.name] = p.elem
         for loc in k.locals:
             self.locals[loc.name] = loc.elem
         for kind, arrays, into in (("shared array", k.shared, self.shared),
@@ -210,7 +248,7 @@ class _Checker:
         self.block(body)
         self.loops -= 1
 
-    def assign_target(self, name: str, elem: ir.Elem, what: str, s: ir.Stmt) -> None:
+    def assign_target(self, name: str, elem: ir.Type, what: str, s: ir.Stmt) -> None:
         """Check that ``name`` is a declared local of type ``elem``."""
         if name not in self.locals:
             kind = "a scalar parameter" if name in self.scalars else "not a declared local"
@@ -228,11 +266,12 @@ class _Checker:
     def index(self, index: ir.Expr, node: object) -> None:
         """Check an index: an expression of an integer type."""
         self.expr(index)
-        if not index.type.is_int:
+        if not _is_int(index.type):
             raise _Violation(f"the index is {index.type.value}, not an integer type", node)
 
-    def memory(self, array: str, node: object) -> ir.Elem:
-        """The element type of the array parameter, shared or local array ``array``."""
+    def memory(self, array: str, node: object) -> ir.Type:
+        """What one element of the array parameter, shared or local array ``array`` is
+        (a line, for a line array)."""
         elem = self.arrays.get(array, self.shared.get(array, self.local_arrays.get(array)))
         if elem is None:
             raise _Violation(f"{array!r} is not an array parameter, a shared array or a "
@@ -244,7 +283,7 @@ class _Checker:
         if s.var not in self.locals:
             raise _Violation(f"the loop variable {s.var!r} is not a declared local", s)
         t = self.locals[s.var]
-        if not t.is_int:
+        if not _is_int(t):
             raise _Violation(f"the loop variable {s.var!r} is {t.value}, not an integer type",
                              s)
         for what, bound in (("start", s.start), ("stop", s.stop)):
@@ -299,6 +338,9 @@ class _Checker:
         """Check one expression, its operands first."""
         match e:
             case ir.Const(value=value, type=t):
+                if not isinstance(t, ir.Elem):
+                    raise _Violation(f"a constant is of an element type, not {t!r} (a line "
+                                     "of constants is a LineFill)", e)
                 if not _fits(value, t):
                     raise _Violation(f"the constant {value!r} is not a value of {t.value}", e)
             case ir.Var(name=name, type=t):
@@ -322,18 +364,27 @@ class _Checker:
                 self.typed(e, x.type, f"'{op.value}' keeps its operand's type")
             case ir.Math():
                 self.math(e)
-            case ir.Cast(x=x):
+            case ir.Cast(x=x, type=t):
                 self.expr(x)
+                self.valid(t, e)
+                if ir.line_size(x.type) != ir.line_size(t):
+                    raise _Violation(f"a cast keeps the line size, not {x.type.value} to "
+                                     f"{t.value}", e)
             case ir.Bitcast(x=x, type=t):
                 self.expr(x)
+                if not isinstance(x.type, ir.Elem) or not isinstance(t, ir.Elem):
+                    raise _Violation("a bit cast is between element types, not lines", e)
                 if (x.type is E.BOOL or t is E.BOOL or x.type is E.F16 or t is E.F16
                         or x.type.bits != t.bits):
                     raise _Violation(f"a bit cast is between numeric types of one width "
                                      f"(32 or 64 bits), not {x.type.value} to {t.value}", e)
             case ir.Select(cond=cond, a=a, b=b):
-                self.condition(cond, e)
+                self.expr(cond)
                 self.expr(a)
                 self.expr(b)
+                if cond.type is not E.BOOL and cond.type is not _like(a.type, E.BOOL):
+                    raise _Violation(f"the condition is {cond.type.value}, not bool (or a "
+                                     "line of bools as long as the sides)", e)
                 if a.type is not b.type:
                     raise _Violation(f"the two sides of select are {a.type.value} and "
                                      f"{b.type.value}, not one type", e)
@@ -351,18 +402,50 @@ class _Checker:
                                      "constant", e)
             case ir.PlaneOp():
                 self.plane(e)
+            case ir.LineFill(x=x, type=t):
+                self.expr(x)
+                self.valid(t, e)
+                if not isinstance(t, ir.Line):
+                    raise _Violation(f"a line fill is typed {t.value}, not a line", e)
+                self.typed(x, t.elem, f"the line fill makes a {t.value}")
+            case ir.LineElement(x=x, index=index):
+                line = self.line_operand("an element access", x, e)
+                if isinstance(index, bool) or not isinstance(index, int) \
+                        or not 0 <= index < line.size:
+                    raise _Violation(f"the element index {index!r} is not a constant in "
+                                     f"0..{line.size - 1}", e)
+                self.typed(e, line.elem, f"the line is {line.value}")
+            case ir.LineReduce(fn=fn, x=x):
+                if not isinstance(fn, ir.ReduceFn):
+                    raise _Violation(f"{fn!r} is not a ReduceFn", e)
+                line = self.line_operand(f"line_{fn.value}", x, e)
+                self.operand(f"line_{fn.value}", _NUMBERS, line, e)
+                self.typed(e, line.elem, f"the line is {line.value}")
             case _:
                 raise _Violation("not an IR expression", e)
 
-    def typed(self, e: ir.Expr, want: ir.Elem, why: str) -> None:
+    def valid(self, t: object, e: ir.Expr) -> None:
+        """Check that ``t`` is a type a value may have."""
+        problem = _type_problem(t)
+        if problem is not None:
+            raise _Violation(problem, e)
+
+    def line_operand(self, what: str, x: ir.Expr, e: ir.Expr) -> ir.Line:
+        """Check the operand of an operation on one line, and return its type."""
+        self.expr(x)
+        if not isinstance(x.type, ir.Line):
+            raise _Violation(f"{what} takes a line, not {x.type.value}", e)
+        return x.type
+
+    def typed(self, e: ir.Expr, want: ir.Type, why: str) -> None:
         """Check that ``e`` carries the type ``want`` (``why`` says where it comes from)."""
         if e.type is not want:
             raise _Violation(f"the expression is typed {e.type.value}, but {why}", e)
 
-    def operand(self, op: str, takes: _Takes, t: ir.Elem, e: ir.Expr) -> None:
-        """Check that an operand type is one that ``op`` takes."""
+    def operand(self, op: str, takes: _Takes, t: ir.Type, e: ir.Expr) -> None:
+        """Check that an operand type is one that ``op`` takes (elementwise, on a line)."""
         what, accepts = takes
-        if not accepts(t):
+        if not accepts(ir.elem_of(t)):
             raise _Violation(f"'{op}' takes {what}, not {t.value}", e)
 
     def array_param(self, array: str, e: ir.Expr) -> None:
@@ -380,8 +463,11 @@ class _Checker:
             raise _Violation(f"the operands of '{e.op.value}' are {t.value} and "
                              f"{e.rhs.type.value}, not one type", e)
         self.operand(e.op.value, _BINARY_OPERANDS[e.op], t, e)
+        if isinstance(t, ir.Line) and e.op in (ir.BinOp.AND, ir.BinOp.OR):
+            raise _Violation(f"'{e.op.value}' short-circuits, so it takes bools, not lines "
+                             "(select on a line of bools instead)", e)
         if e.op.is_comparison:
-            self.typed(e, E.BOOL, "comparisons give bool")
+            self.typed(e, _like(t, E.BOOL), "comparisons give bool")
         else:
             self.typed(e, t, f"'{e.op.value}' keeps its operands' type")
 
@@ -395,17 +481,18 @@ class _Checker:
             self.expr(a)
         t = e.args[0].type
         if e.fn is ir.MathFn.POWI:
-            if e.args[1].type is not E.I32:
-                raise _Violation(f"the exponent of powi is {e.args[1].type.value}, not i32", e)
+            if e.args[1].type is not _like(t, E.I32):
+                raise _Violation(f"the exponent of powi is {e.args[1].type.value}, not "
+                                 f"{_like(t, E.I32).value}", e)
         elif any(a.type is not t for a in e.args):
             types = ", ".join(a.type.value for a in e.args)
             raise _Violation(f"the arguments of {e.fn.value} are {types}, not one type", e)
         takes = _FLOATS if e.fn in _FLOAT_FNS else _INTEGERS if e.fn in _INT_FNS else _NUMBERS
         self.operand(e.fn.value, takes, t, e)
         if e.fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF):
-            self.typed(e, E.BOOL, f"{e.fn.value} gives bool")
+            self.typed(e, _like(t, E.BOOL), f"{e.fn.value} gives bool")
         elif e.fn in _COUNTING_FNS:
-            self.typed(e, E.U32, f"{e.fn.value} gives u32")
+            self.typed(e, _like(t, E.U32), f"{e.fn.value} gives u32")
         else:
             self.typed(e, t, f"{e.fn.value} keeps its arguments' type")
 
@@ -414,11 +501,13 @@ class _Checker:
         ``shuffle_xor`` only, and the result's type."""
         self.expr(e.value)
         name = f"plane_{e.fn.value}"
+        if not isinstance(e.value.type, ir.Elem):
+            raise _Violation(f"{name} takes an element, not {e.value.type.value}", e)
         if e.fn in _LANE_PLANE_FNS:
             if e.lane is None:
                 raise _Violation(f"{name} needs a lane", e)
             self.expr(e.lane)
-            if not e.lane.type.is_int:
+            if not _is_int(e.lane.type):
                 raise _Violation(f"the lane is {e.lane.type.value}, not an integer type", e)
         else:
             takes = _BOOLS if e.fn in _BOOL_PLANE_FNS else _NUMBERS

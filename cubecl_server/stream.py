@@ -74,17 +74,22 @@ class Failures:
 
 
 class ExecuteScope:
-    """The scope one launch runs in: a failure inside taints the launch's outputs.
+    """The scope one command runs in: a failure inside taints the command's outputs.
 
-    Used as a context manager around everything a launch does (obtaining the kernel,
-    binding, running it). An ``Exception`` raised inside is swallowed: it becomes a
-    root taint on every output and a pending entry of the stream's ``Failures``.
+    Used as a context manager around everything a command does (for a launch:
+    obtaining the kernel, binding, running it). An ``Exception`` raised inside is
+    swallowed: it becomes a root taint on every output and a pending entry of the
+    stream's ``Failures``; ``failed`` then holds it. ``command`` is the command's kind
+    (``launch``, ``fill``, ``copy``) and ``kernel`` its kernel's name (or the kind).
     """
 
-    __slots__ = ("backend", "failures", "graph", "kernel", "launch", "outputs")
+    __slots__ = ("backend", "command", "failed", "failures", "graph", "kernel", "launch",
+                 "outputs")
 
     def __init__(self, graph: ErrorGraph, failures: Failures, kernel: str, launch: int,
-                 backend: str, outputs: Sequence[Handle]) -> None:
+                 backend: str, outputs: Sequence[Handle], command: str = "launch") -> None:
+        self.command = command
+        self.failed: BaseException | None = None
         self.graph = graph
         self.failures = failures
         self.kernel = kernel
@@ -99,7 +104,9 @@ class ExecuteScope:
                  tb: TracebackType | None) -> bool:
         if not isinstance(exc, Exception):
             return False
-        taint = self.graph.fail(self.kernel, self.launch, self.backend, _detached(exc))
+        self.failed = exc
+        taint = self.graph.fail(self.kernel, self.launch, self.backend, _detached(exc),
+                                self.command)
         for h in self.outputs:
             h.taint = taint
         self.failures.record(taint)

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from cubecl_server.server import ComputeServer, DeviceTimer
+from cubecl_server.throughput import Throughput
 
 __all__ = ["ProfileDuration", "TimingMethod", "profile", "Section", "TimestampProfiler"]
 
@@ -26,15 +27,32 @@ class TimingMethod(enum.Enum):
 
 @dataclass(frozen=True)
 class ProfileDuration:
-    """How long some work took, and by which clock."""
+    """How long some work took, and by which clock; from ``client.profile`` also how
+    many launches it ran, the bytes their arrays (and any fill or copy) span, and the
+    floating-point operations the caller said it does."""
 
     seconds: float
     method: TimingMethod
+    launches: int = 0
+    nbytes: int = 0
+    """The minimum memory traffic: each array a launch binds counted once."""
+    flops: int = 0
+
+    @property
+    def throughput(self) -> Throughput | None:
+        """GB/s of :attr:`nbytes` and GFLOP/s of :attr:`flops` over :attr:`seconds`;
+        None when no time was measured."""
+        if self.seconds <= 0:
+            return None
+        return Throughput(self.nbytes, self.flops, self.seconds)
 
 
 def profile(server: ComputeServer, work: Callable[[], object]) -> ProfileDuration:
     """Run ``work`` (launches on ``server``) and time it, with the device's clock when
-    the server is a :class:`~cubecl_server.server.DeviceTimer`."""
+    the server is a :class:`~cubecl_server.server.DeviceTimer` (the sum of the
+    launches' own durations: host time between them is not counted), else with the
+    host's clock around a sync. The device time of a whole stretch, gaps included,
+    is :func:`cubecl_server.device_events.device_span`'s."""
     server.sync()  # earlier work must not be counted
     if isinstance(server, DeviceTimer):
         server.start_timing()

@@ -39,13 +39,16 @@ def elems_used(kernel: ir.Kernel) -> frozenset[ir.Elem]:
             value = getattr(node, f.name)
             if isinstance(value, ir.Elem):
                 found.add(value)
+            elif isinstance(value, ir.Line):
+                found.add(value.elem)
     return frozenset(found)
 
 
 def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> None:
     """Raise ``LaunchError`` when the device cannot run ``kernel`` in cubes of
     ``cube_dim``: more units per cube, or more shared memory, than it has, a 64-bit
-    integer type on a device without them, or a barrier on a device without barriers."""
+    integer type on a device without them, a line size it lacks, or a barrier on a
+    device without barriers."""
     if cube_dim.total > caps.max_cube_dim:
         raise LaunchError(
             f"kernel {kernel.name!r}: a cube of {cube_dim.x}x{cube_dim.y}x{cube_dim.z} = "
@@ -57,6 +60,12 @@ def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> No
             raise LaunchError(
                 f"kernel {kernel.name!r} uses {' and '.join(wide)}, and the device has no "
                 "64-bit integers (Capabilities.int64 is False); use i32/u32")
+    lines = [p for p in kernel.params if p.line not in caps.line_sizes]
+    if lines:
+        raise LaunchError(
+            f"kernel {kernel.name!r}: line size {lines[0].line} of {lines[0].name!r} is not "
+            f"one the device has (Capabilities.line_sizes is {caps.line_sizes}); launch "
+            "with another line_size")
     if not caps.barrier and uses_barrier(kernel):
         raise LaunchError(
             f"kernel {kernel.name!r} synchronises its cube (sync_cube), and the device has "

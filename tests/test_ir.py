@@ -389,7 +389,8 @@ def test_ir_reference_mentions_every_name() -> None:
     node_classes = [getattr(ir, n) for n in ir.__all__
                     if isinstance(getattr(ir, n), type) and dataclasses.is_dataclass(
                         getattr(ir, n))]
-    enums = [ir.Elem, ir.BuiltinName, ir.BinOp, ir.UnOp, ir.MathFn, ir.AtomicOp, ir.PlaneFn]
+    enums = [ir.Elem, ir.BuiltinName, ir.BinOp, ir.UnOp, ir.MathFn, ir.AtomicOp, ir.PlaneFn,
+             ir.ReduceFn]
     missing = [c.__name__ for c in [*node_classes, *enums] if c.__name__ not in words]
     missing += [f"{e.__name__}.{m.name}" for e in enums for m in e if m.name not in words]
     # Every field of every node is documented too.

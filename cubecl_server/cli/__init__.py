@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from cubecl_server.cli.backends import add_backends_command
 from cubecl_server.cli.bench import add_bench_command
+from cubecl_server.cli.bundle import add_bundle_command
 from cubecl_server.cli.cache import add_cache_command
 from cubecl_server.cli.compilations import add_compilations_command
 from cubecl_server.cli.conformance import add_conformance_command
@@ -25,6 +26,7 @@ SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
     add_backends_command,
     add_compilations_command,
     add_cache_command,
+    add_bundle_command,
     add_conformance_command,
     add_bench_command,
     add_source_command,

@@ -24,6 +24,9 @@ def add_demo_command(subparsers: Subparsers) -> None:
     parser.add_argument("--device", type=int,
                         help="device index, as `cubecl-server backends` lists them (default: 0)")
     parser.add_argument("--seed", type=int, help="random seed (default: fresh)")
+    parser.add_argument("--stats", action="store_true",
+                        help="also print what the run triggered: launches, compilations by "
+                             "outcome, bytes moved, syncs (client.stats())")
     parser.set_defaults(func=run_demo_command)
 
 
@@ -45,11 +48,22 @@ def run_demo_command(args: argparse.Namespace) -> int:
     except CubeclError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print_table(("KERNEL", "OUTCOME", "COMPILE MS", "RUN MS", "MAX ERROR", "RESULT"),
+    print_table(("KERNEL", "OUTCOME", "COMPILE MS", "RUN MS", "GB/S", "GFLOP/S", "MAX ERROR",
+                 "RESULT"),
                 [(r.kernel, r.outcome, f"{r.compile_ms:.2f}", f"{r.run_ms:.2f}",
-                  f"{r.max_error:.2e}", "ok" if r.ok else f"WRONG (tolerance {r.tolerance:g})")
+                  _rate(r.gb_s), _rate(r.gflop_s), f"{r.max_error:.2e}",
+                  "ok" if r.ok else f"WRONG (tolerance {r.tolerance:g})")
                  for r in results])
+    if args.stats:
+        print()
+        for line in c.stats().lines():
+            print(line)
     return 0 if all(r.ok for r in results) else 1
+
+
+def _rate(value: float | None) -> str:
+    """A rate for the table; ``-`` where none was measured."""
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _missing_device(backend: str, index: int) -> str | None:

@@ -11,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from cubecl_server import launched
 from cubecl_server.compiler.contracts import Artifact, ArtifactCompiler, CompilationTarget
 from cubecl_server.compiler.key import ArtifactId, BuildId, KernelCacheKey
 from cubecl_server.compiler.record import (
@@ -65,7 +66,9 @@ class KernelLoader:
     ``get`` of a loaded kernel is one dictionary lookup. A miss walks the store's
     kernels map, then lowering, the sources map (rekey) and finalize; artifacts are
     obtained on any thread, and loaded on the calling (server) thread. Two threads
-    asking for the same missing kernel compile it once.
+    asking for the same missing kernel compile it once. While a collection of
+    launched kernels is open (:mod:`cubecl_server.launched`), every kernel handed
+    out is noted in it.
     """
 
     def __init__(self, backend: str, artifact_compiler: ArtifactCompiler[Any, Any],
@@ -77,15 +80,20 @@ class KernelLoader:
         self.build_id = build_id
         self.recorder = recorder
         self._loaded: dict[ArtifactId, Any] = {}
+        self._keys: dict[ArtifactId, KernelCacheKey] = {}
+        self._launched = launched.ACTIVE
         self._inflight: dict[ArtifactId, Future[Any]] = {}
         self._lock = threading.Lock()
         self._generation = environment.generation()
+        launched.collect_process()
 
     def get(self, id: ArtifactId) -> Any:
         """The loaded kernel for ``id``, compiling or reading it on a miss."""
         if self._generation == environment.generation():
             loaded = self._loaded.get(id)
             if loaded is not None:
+                if self._launched:
+                    self._note((id,))
                 return loaded
         return self.get_batch((id,))[0]
 
@@ -107,7 +115,22 @@ class KernelLoader:
             self._obtain_and_load(list(mine), mine)
         for fut in waits.values():
             fut.result()
+        if self._launched:
+            self._note(ids)
         return [self._loaded[id] for id in ids]
+
+    def _note(self, ids: Sequence[ArtifactId]) -> None:
+        """Note the artifacts of ``ids`` in the open collections of launched kernels."""
+        store = self.target.store
+        if store is None:
+            return  # nothing is kept, so there is nothing a bundle could ship
+        variant = self.artifact_compiler.variant
+        for id in ids:
+            key = self._keys.get(id)
+            if key is not None:
+                launched.note(launched.LaunchedEntry(
+                    "artifact", id.kernel.name, self.backend, variant, self.build_id,
+                    store.kernels_namespace, key.digest))
 
     def _check_generation(self) -> None:
         gen = environment.generation()
@@ -142,6 +165,7 @@ class KernelLoader:
                 del self._inflight[trip.id]
                 if error is None:
                     self._loaded[trip.id] = loaded
+                    self._keys[trip.id] = trip.key
             if error is not None:
                 fut.set_exception(error)
                 first_error = first_error or error

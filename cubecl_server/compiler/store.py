@@ -16,7 +16,9 @@ from cubecl_server.config import config
 from cubecl_server.errors import StoreError
 from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
+from cubecl_server.persistence.bundle import artifact_prefix
 from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
+from cubecl_server.persistence.remote import RemoteTier, shared_tier
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
 
 __all__ = [
@@ -55,14 +57,19 @@ class ArtifactStore:
     artifact is stored bound to its namespace and key, so one found anywhere else
     (swapped, copied) is purged as corrupt, never run. On a read-only database,
     artifacts load and writes are skipped.
+
+    With a shared tier (``remote``), a kernels-map miss asks it, a hit there is
+    kept locally as ``imported``, and every artifact stored here is offered to it.
     """
 
-    def __init__(self, db: SqliteStore, backend: str, variant: str, names: StoreNames) -> None:
-        prefix = f"{backend}/{__version__}/{variant.replace('/', '_')}"
-        self.kernels_namespace = f"{prefix}/{names.kernels}"
-        self.sources_namespace = f"{prefix}/{names.sources}"
-        self._driver_cache = DriverCache(self, f"{prefix}/{names.kernels}.driver-cache")
+    def __init__(self, db: SqliteStore, backend: str, variant: str, names: StoreNames,
+                 remote: RemoteTier | None = None) -> None:
+        prefix = artifact_prefix(backend, __version__, variant)
+        self.kernels_namespace = f"{prefix}{names.kernels}"
+        self.sources_namespace = f"{prefix}{names.sources}"
+        self._driver_cache = DriverCache(self, f"{prefix}{names.kernels}.driver-cache")
         self._db = db
+        self._remote = remote
         self._broken = False
         self._lock = threading.Lock()
 
@@ -74,7 +81,14 @@ class ArtifactStore:
             self._broken = True
 
     def get(self, key: KernelCacheKey) -> Artifact | None:
-        """The artifact stored under ``key``; None if absent, unreadable or corrupt."""
+        """The artifact stored under ``key``, here or in the shared tier; None if absent,
+        unreadable or corrupt."""
+        artifact = self._get_local(key)
+        if artifact is None and self._remote is not None:
+            artifact = self._get_remote(self._remote, key)
+        return artifact
+
+    def _get_local(self, key: KernelCacheKey) -> Artifact | None:
         if self._broken:
             return None
         try:
@@ -94,18 +108,37 @@ class ArtifactStore:
             return None
         return Artifact(d.kind, d.payload, dict(d.header))
 
+    def _get_remote(self, remote: RemoteTier, key: KernelCacheKey) -> Artifact | None:
+        envelope = remote.fetch(self.kernels_namespace, key.digest)
+        if envelope is None:
+            return None
+        try:
+            d = decode_artifact(envelope, namespace=self.kernels_namespace, key=key.digest)
+        except CorruptEntry as e:
+            # Signed by the fleet, yet bound elsewhere: as bad as a forged value.
+            remote.reject(self.kernels_namespace, key.digest, str(e))
+            return None
+        if not self._broken:
+            try:
+                self._db.put(self.kernels_namespace, key.digest, envelope, origin="imported")
+            except StoreError as e:
+                self._fail("write", e)
+        return Artifact(d.kind, d.payload, dict(d.header))
+
     def put(self, key: KernelCacheKey, artifact: Artifact) -> bool:
         """Store ``artifact`` under ``key`` (first writer wins); whether it was taken."""
-        if self._broken:
-            return False
         value = encode_artifact(artifact.kind, artifact.header, artifact.payload,
                                 namespace=self.kernels_namespace, key=key.digest)
-        try:
-            result = self._db.put(self.kernels_namespace, key.digest, value)
-        except StoreError as e:
-            self._fail("write", e)
-            return False
-        return result not in (PutResult.CONFLICT, PutResult.READ_ONLY)
+        result: PutResult | None = None
+        if not self._broken:
+            try:
+                result = self._db.put(self.kernels_namespace, key.digest, value)
+            except StoreError as e:
+                self._fail("write", e)
+        if self._remote is not None and result is not PutResult.CONFLICT:
+            # Another value won here: the fleet gets that one from whoever made it.
+            self._remote.store(self.kernels_namespace, key.digest, value)
+        return result not in (None, PutResult.CONFLICT, PutResult.READ_ONLY)
 
     @property
     def read_only(self) -> bool:
@@ -273,7 +306,8 @@ def compilation_store(backend: str, variant: str, names: StoreNames) -> Artifact
     with _stores_lock:
         if cache_key not in _stores:
             db = environment.open_store(path)
-            _stores[cache_key] = None if db is None else ArtifactStore(db, backend, variant, names)
+            _stores[cache_key] = None if db is None else ArtifactStore(
+                db, backend, variant, names, shared_tier())
         return _stores[cache_key]
 
 

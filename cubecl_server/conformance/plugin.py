@@ -115,7 +115,8 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
     """Why ``caps`` do not satisfy the capability ``need``, or None if they do.
 
     Names: ``f64``, ``f16``, ``int64``, ``atomics:<elem>`` (``atomics:i32``),
-    ``shared_memory:<bytes>``, ``cube_dim:<units>``, ``plane``, ``barrier``, ``device``.
+    ``shared_memory:<bytes>``, ``cube_dim:<units>``, ``plane``, ``barrier``, ``device``,
+    ``line:<size>`` (``line:4``).
     """
     from cubecl_server.ir import Elem
 
@@ -141,6 +142,9 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
         return None if caps.barrier else "barriers (sync_cube; Capabilities.barrier)"
     if kind == "device":
         return None if caps.device_present else "a device (the backend is compile-only here)"
+    if kind == "line":
+        return None if int(arg) in caps.line_sizes else (
+            f"lines of {arg} (Capabilities.line_sizes {caps.line_sizes})")
     raise ValueError(f"unknown capability {need!r} in a requires marker")
 
 
@@ -158,6 +162,7 @@ def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
         needs.append("int64")
     if kernel.shared:
         needs.append(f"shared_memory:{shared_memory_bytes(kernel)}")
+    needs += sorted({f"line:{p.line}" for p in kernel.params if p.line > 1})
     if uses_barrier(kernel):
         needs.append("barrier")
     nodes = list(_ir.walk(kernel.body))
@@ -231,7 +236,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the markers; when a backend is named, add the suite to the run."""
     config.addinivalue_line("markers", "requires(*capabilities): the test needs these "
                             "backend capabilities (f64, f16, int64, atomics:i32, "
-                            "shared_memory:N, cube_dim:N, plane, barrier, device); skipped, "
+                            "shared_memory:N, cube_dim:N, plane, barrier, device, line:N); "
+                            "skipped, "
                             "naming them, otherwise")
     config.addinivalue_line("markers", "compile_only: the test runs without a device "
                             "(lower and finalize only)")

@@ -27,7 +27,13 @@ from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
 from .assigned import DefiniteAssignment
-from .signature import ComptimeValue, KernelSignature, kernel_signature, resolve_annotation
+from .signature import (
+    LINE_SIZE,
+    ComptimeValue,
+    KernelSignature,
+    kernel_signature,
+    resolve_annotation,
+)
 from .source import KernelSource, body_of, closure_vars, load_source, raises_at_kernel_line
 from .typerules import (
     Fixed,
@@ -71,10 +77,11 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
         source = load_source(fn)
     sig = signature if signature is not None else kernel_signature(fn, source)
     bound = sig.bind_comptime(comptime or {})
-    params = sig.specialise(dict(bound))
+    params = sig.specialise(dict(bound), sig.bind_line_sizes((comptime or {}).get(LINE_SIZE)))
     weak = WeakLocals()
     while True:
         unit = _Unit(weak)
+        unit.has_lines = bool(sig.lines)
         try:
             body = _KernelBuilder(fn, source, params, dict(bound), unit).build()
         except _Retyped:
@@ -190,7 +197,7 @@ class _LocalInfo:
     the line of its first assignment."""
 
     ir_name: str
-    elem: ir.Elem
+    elem: ir.Type
     line: int
 
 
@@ -231,6 +238,9 @@ class _Unit:
         self.locs: dict[int, tuple[str, int]] = {}
         self.keep: list[object] = []
         self.inlining: list[lt.CubeFn] = []
+        # Whether the kernel has line arrays: then a scalar is a line of one, whose
+        # element 0 is itself (code written for any line size runs at size 1).
+        self.has_lines = False
 
     def fresh(self, base: str) -> str:
         """A name no local, parameter or shared array of the kernel has."""
@@ -347,7 +357,7 @@ class _KernelBuilder:
         """The source text of ``node``."""
         return self.src.segment(node)
 
-    def _declare(self, name: str, ir_name: str, elem: ir.Elem, line: int) -> _LocalInfo:
+    def _declare(self, name: str, ir_name: str, elem: ir.Type, line: int) -> _LocalInfo:
         info = _LocalInfo(ir_name, elem, line)
         self.locals[name] = info
         self.unit.ir_locals.append(ir.Local(ir_name, elem))
@@ -372,7 +382,7 @@ class _KernelBuilder:
     def derived(self, v: ir.Expr, root: str | None) -> ir.Expr:
         """``v``, noted as built from the weak locals of class ``root`` (when given and
         ``v`` is a number: a comparison's bool has a type of its own)."""
-        if root is not None and v.type is not ir.Elem.BOOL:
+        if root is not None and isinstance(v.type, ir.Elem) and v.type is not ir.Elem.BOOL:
             self.unit.weak_values[id(v)] = root
             self.unit.keep.append(v)  # so that its id stays its own
         return v
@@ -437,7 +447,8 @@ class _KernelBuilder:
             return None
         if name in self.params:
             p = self.params[name]
-            return f"`{name}` is " + (f"Array[{p.elem.value}]" if p.array else p.elem.value)
+            return f"`{name}` is " + (f"Array[{p.value_type.value}]" if p.array
+                                      else p.elem.value)
         if name in self.comptime:
             v = self.comptime[name]
             return f"`{name}` is a comptime {type(v).__name__} = {v!r}"
@@ -535,9 +546,14 @@ class _KernelBuilder:
                               "a kernel: only int, float and bool constants, builtins and "
                               "kernel functions can")
 
-    def as_bool_condition(self, node: ast.expr, what: str) -> Value:
-        """Evaluate a condition: bool (weak or concrete), never a number's truthiness."""
+    def as_bool_condition(self, node: ast.expr, what: str, line_ok: bool = False) -> Value:
+        """Evaluate a condition: bool (weak or concrete), never a number's truthiness; a
+        line of bools where ``line_ok`` (``select``)."""
         v = self.expr(node)
+        if not line_ok and not isinstance(v, Weak) and isinstance(v.type, ir.Line):
+            raise self.fail(node, f"the condition of {what} is a {v.type.value}, one bool "
+                                  f"per element: reduce it first, or use "
+                                  f"select({self.seg(node)}, a, b) per element")
         kind = v.kind if isinstance(v, Weak) else kind_of(v.type)
         if kind != "bool":
             raise self.fail(node, f"the condition of {what} must be bool, got "
@@ -897,6 +913,8 @@ class _KernelBuilder:
         if isinstance(target, ast.Subscript):
             array, elem = self.array_of(target)
             index = self.index(target.slice, array)
+            if isinstance(elem, ir.Line):
+                return ir.Store(array, index, self.lift(value, elem, node, (value_node,)))
             self.meet(value, elem, node)
             if isinstance(value, Weak):
                 try:
@@ -931,9 +949,12 @@ class _KernelBuilder:
         if name in self.loop_vars:
             raise self.fail(node, f"cannot assign to `{name}` inside the loop it counts")
 
-    def coerce(self, value: Value, elem: ir.Elem, node: ast.AST, value_node: ast.AST,
+    def coerce(self, value: Value, elem: ir.Type, node: ast.AST, value_node: ast.AST,
                what: str) -> ir.Expr:
-        """``value`` as an expression of ``elem``: a weak one adopts it, others must match."""
+        """``value`` as an expression of ``elem``: a weak one adopts it, others must match
+        (a line is filled from a scalar of its element type)."""
+        if isinstance(elem, ir.Line):
+            return self.lift(value, elem, node, (value_node,))
         self.meet(value, elem, node)
         if isinstance(value, Weak):
             try:
@@ -1228,19 +1249,19 @@ class _KernelBuilder:
                                   f"dimension, e.g. `{self.seg(node)}[0]`")
         return self.value_of_object(self.static(node), node)
 
-    def array_ref(self, base: ast.expr) -> tuple[str, ir.Elem] | None:
-        """The IR name and element type of the array parameter, shared or local array
-        ``base`` names, or None."""
+    def array_ref(self, base: ast.expr) -> tuple[str, ir.Type] | None:
+        """The IR name and element type (a line type, for a line array) of the array
+        parameter, shared or local array ``base`` names, or None."""
         if isinstance(base, ast.Name) and base.id not in self.locals:
             sh = self.shared_arrays.get(base.id)
             if sh is not None:
                 return sh.name, sh.elem
             p = self.params.get(base.id)
             if p is not None and p.array:
-                return p.name, p.elem
+                return p.name, p.value_type
         return None
 
-    def array_of(self, node: ast.Subscript) -> tuple[str, ir.Elem]:
+    def array_of(self, node: ast.Subscript) -> tuple[str, ir.Type]:
         """The array a subscript indexes, and its element type."""
         ref = self.array_ref(node.value)
         if ref is not None:
@@ -1269,7 +1290,7 @@ class _KernelBuilder:
                 return const_of(v, ir.Elem.I32)
             except TypeRuleError as err:
                 self.rule_error(node, err, node)
-        if not v.type.is_int:
+        if not isinstance(v.type, ir.Elem) or not v.type.is_int:
             raise self.fail(node, f"an index must be an integer, got {v.type.value} in "
                                   f"`{self.seg(node)}`{self.describe_vars(node)}; cast it, "
                                   f"e.g. u32({self.seg(node)})")
@@ -1282,6 +1303,9 @@ class _KernelBuilder:
         negative index stays negative and, in checked mode, reads 0."""
         if array not in self.params:
             raise self.fail(node, f"`{array}` has one dimension: index it with one integer")
+        if any(p.name == array and p.line > 1 for p in self.params.values()):
+            raise self.fail(node, f"`{array}` is read a line at a time: index it with one "
+                                  "integer, the line's position")
         if not node.elts:
             raise self.fail(node, "an index needs at least one integer")
         parts = [self.index(e, array) for e in node.elts]
@@ -1314,8 +1338,31 @@ class _KernelBuilder:
         base = node.value
         if isinstance(base, ast.Attribute) and base.attr in ("shape", "stride"):
             return self.shape_or_stride(base, node)
+        if self.array_ref(base) is None and not isinstance(base, ast.Call) \
+                and not (isinstance(base, ast.Name) and base.id in self.params):
+            v = self.expr(base)
+            if (not isinstance(v, Weak) and isinstance(v.type, ir.Line)) or self.unit.has_lines:
+                return self.element(v, node)
         array, elem = self.array_of(node)
         return ir.Load(array, self.index(node.slice, array), elem)
+
+    def element(self, v: Value, node: ast.Subscript) -> Value:
+        """``v[k]``: element ``k`` (a constant) of a line; a scalar is a line of one."""
+        k = self.expr(node.slice) if not isinstance(node.slice, ast.Slice) else None
+        size = v.type.size if not isinstance(v, Weak) and isinstance(v.type, ir.Line) else 1
+        if not isinstance(k, (Weak, ir.Const)) or isinstance(k.value, bool) \
+                or not isinstance(k.value, int):
+            raise self.fail(node, f"the element of a line is chosen by a constant integer "
+                                  f"(a literal or comptime value), not "
+                                  f"`{self.seg(node.slice)}`")
+        if not 0 <= k.value < size:
+            raise self.fail(node, f"element {k.value} of `{self.seg(node.value)}`, a line of "
+                                  f"{size}: the elements are 0..{size - 1}")
+        if isinstance(v, Weak) or not isinstance(v.type, ir.Line):
+            return v
+        if isinstance(v, ir.LineFill):
+            return v.x
+        return ir.LineElement(v, int(k.value), v.type.elem)
 
     def shape_or_stride(self, attr: ast.Attribute, node: ast.Subscript) -> Value:
         """``a.shape[d]`` / ``a.stride[d]`` of an array parameter (``u32``)."""
@@ -1345,6 +1392,18 @@ class _KernelBuilder:
     def apply(self, op: ir.BinOp, lhs: Value, rhs: Value, node: ast.AST, lnode: ast.AST,
               rnode: ast.AST) -> Value:
         """``lhs op rhs`` with the typing rules, folding constants."""
+        line = self.line_type((lhs, rhs), node)
+        if line is not None:
+            if op in (ir.BinOp.AND, ir.BinOp.OR):
+                raise self.fail(node, f"`{op.value}` takes bools, not lines, in "
+                                      f"`{self.seg(node)}`: use select() per element")
+            a, b = self.lift_pair(lhs, rhs, line, node, lnode, rnode)
+            try:
+                check_binary(op, kind_of(line.elem), line.value)
+            except TypeRuleError as err:
+                self.rule_error(node, err, lnode, rnode)
+            result = ir.Line(ir.Elem.BOOL, line.size) if op.is_comparison else line
+            return ir.Binary(op, a, b, result)
         self.meet_pair(lhs, rhs, node)
         try:
             if isinstance(lhs, Weak) and isinstance(rhs, Weak):
@@ -1368,6 +1427,14 @@ class _KernelBuilder:
     def power(self, lhs: Value, rhs: Value, node: ast.AST, lnode: ast.AST,
               rnode: ast.AST) -> Value:
         """``lhs ** rhs``: folds on constants, MathFn.POW on floats."""
+        line = self.line_type((lhs, rhs), node)
+        if line is not None:
+            a, b = self.lift_pair(lhs, rhs, line, node, lnode, rnode)
+            try:
+                check_pow(kind_of(line.elem), line.value)
+            except TypeRuleError as err:
+                self.rule_error(node, err, lnode, rnode)
+            return ir.Math(ir.MathFn.POW, (a, b), line)
         self.meet_pair(lhs, rhs, node)
         try:
             if isinstance(lhs, Weak) and isinstance(rhs, Weak):
@@ -1399,6 +1466,8 @@ class _KernelBuilder:
             if isinstance(v, Weak):
                 return fold_unary(op, v)
             check_unary(op, kind_of(v.type), v.type.value)
+            if isinstance(v.type, ir.Line):
+                return ir.Unary(op, v, v.type)
         except TypeRuleError as err:
             self.rule_error(node, err, node.operand)
         if op is ir.UnOp.NOT and isinstance(v, ir.Const):
@@ -1455,8 +1524,13 @@ class _KernelBuilder:
     def choose(self, node: ast.AST, cond_node: ast.expr, a_node: ast.expr,
                b_node: ast.expr) -> Value:
         """``a if cond else b`` as a Select, or the taken side for a constant cond."""
-        cond = self.as_bool_condition(cond_node, f"`{self.seg(node)}`")
+        cond = self.as_bool_condition(cond_node, f"`{self.seg(node)}`", line_ok=True)
         a, b = self.expr(a_node), self.expr(b_node)
+        cond_line = None if isinstance(cond, Weak) or not isinstance(cond.type, ir.Line) \
+            else cond.type
+        line = self.line_type((a, b), node)
+        if line is not None or cond_line is not None:
+            return self.choose_lines(node, cond, cond_line, line, (a, b), (a_node, b_node))
         self.meet_pair(a, b, node)
         root = self.weak_of(a) or self.weak_of(b)
         try:
@@ -1477,6 +1551,133 @@ class _KernelBuilder:
         assert not isinstance(a, Weak) and not isinstance(b, Weak)
         assert not isinstance(cond, Weak)
         return self.derived(ir.Select(cond, a, b, a.type), root)
+
+    def choose_lines(self, node: ast.AST, cond: Value, cond_line: ir.Line | None,
+                     line: ir.Line | None, sides: tuple[Value, Value],
+                     nodes: tuple[ast.expr, ast.expr]) -> Value:
+        """``select`` where the condition or a side is a line: per element where the
+        condition is a line of bools (the sides filled to its size), else the whole
+        line."""
+        a, b = sides
+        if line is None:
+            assert cond_line is not None
+            self.meet_pair(a, b, node)
+            try:
+                sa, sb = unify(a, b)
+                if isinstance(sa, Weak) and isinstance(sb, Weak) and "float" in (sa.kind,
+                                                                                 sb.kind):
+                    sa, sb = Weak(float(sa.value)), Weak(float(sb.value))
+                elem = concrete(sa).type
+            except Mismatch as m:
+                self.mismatch(node, m, *nodes)
+            except TypeRuleError as err:
+                self.rule_error(node, err, *nodes)
+            line = ir.Line(ir.elem_of(elem), cond_line.size)
+        if cond_line is not None and cond_line.size != line.size:
+            raise self.fail(node, f"the condition of `{self.seg(node)}` is a "
+                                  f"{cond_line.value}, but the sides are lines of {line.size}")
+        a, b = self.lift_pair(a, b, line, node, *nodes)
+        known = self.constant_bool(cond)
+        if known is not None:
+            return a if known else b
+        assert not isinstance(cond, Weak)
+        return ir.Select(cond, a, b, line)
+
+    # ------------------------------------------------------------ lines
+
+    def line_type(self, values: tuple[Value, ...] | list[Value], node: ast.AST
+                  ) -> ir.Line | None:
+        """The line type of the first of ``values`` that is a line (all lines among
+        them must have one size), or None when none is."""
+        lines = [v.type for v in values
+                 if not isinstance(v, Weak) and isinstance(v.type, ir.Line)]
+        if not lines:
+            return None
+        if len({t.size for t in lines}) > 1:
+            raise self.fail(node, f"lines of different sizes in `{self.seg(node)}` ("
+                                  f"{', '.join(t.value for t in lines)}); an operation "
+                                  "takes lines of one size")
+        return lines[0]
+
+    def lift(self, v: Value, line: ir.Line, node: ast.AST, nodes: tuple[ast.AST, ...],
+             other: Value | None = None, second: bool = False) -> ir.Expr:
+        """``v`` as a value of ``line``: a line must be one already; a scalar of its
+        element type (a literal taking it) fills one. ``other`` is the operand ``v``
+        meets (``v`` is the ``second`` one), for a mismatch's message."""
+        if not isinstance(v, Weak) and isinstance(v.type, ir.Line):
+            if v.type is line:
+                return v
+        elif isinstance(v, Weak):
+            try:
+                return ir.LineFill(const_of(v, line.elem), line)
+            except Mismatch:
+                pass
+            except TypeRuleError as err:
+                self.rule_error(node, err, *nodes)
+        else:
+            self.meet(v, line.elem, node)
+            if v.type is line.elem:
+                return ir.LineFill(v, line)
+        names = [type_name(v), line.value if other is None else type_name(other)]
+        if second:
+            names.reverse()
+        self.mismatch(node, Mismatch(names[0], names[1], line.elem), *nodes)
+
+    def lift_pair(self, lhs: Value, rhs: Value, line: ir.Line, node: ast.AST,
+                  lnode: ast.AST, rnode: ast.AST) -> tuple[ir.Expr, ir.Expr]:
+        """Both operands of ``node`` as values of ``line``."""
+        return (self.lift(lhs, line, node, (lnode, rnode), rhs),
+                self.lift(rhs, line, node, (lnode, rnode), lhs, second=True))
+
+    def call_line(self, obj: lt.Intrinsic, node: ast.Call) -> Value:
+        """``line(x, n)``, ``line_size(a)``, ``line_sum/min/max(v)``, ``dot(a, b)``."""
+        name, args = obj.name, node.args
+        arity = 2 if obj in (lt.line, lt.dot) else 1
+        if len(args) != arity:
+            spelled = {"line": "(x, n)", "dot": "(a, b)"}.get(name, "(v)" if name != "line_size"
+                                                              else "(a)")
+            raise self.fail(node, f"{name}() takes {arity} argument{'s' * (arity > 1)}: "
+                                  f"{name}{spelled}")
+        if obj is lt.line_size:
+            ref = self.array_ref(args[0])
+            t = ref[1] if ref is not None else None
+            if t is None:
+                v = self.expr(args[0])
+                t = None if isinstance(v, Weak) else v.type
+            return Weak(ir.line_size(t) if t is not None else 1)
+        if obj is lt.line:
+            n = self.expr(args[1])
+            if not isinstance(n, (Weak, ir.Const)) or isinstance(n.value, bool) \
+                    or n.value not in (1, *ir.LINE_SIZES):
+                raise self.fail(args[1], f"the size of line() must be a constant 1, "
+                                         f"{', '.join(map(str, ir.LINE_SIZES))} (a literal, "
+                                         f"comptime value or line_size(a)), not "
+                                         f"`{self.seg(args[1])}`")
+            v = self.expr(args[0])
+            try:
+                x = concrete(v)
+            except TypeRuleError as err:
+                self.rule_error(node, err, args[0])
+            if isinstance(x.type, ir.Line):
+                raise self.fail(args[0], f"line() fills a line with one scalar, not a "
+                                         f"{x.type.value}")
+            return x if n.value == 1 else ir.LineFill(x, ir.Line(x.type, int(n.value)))
+        values = [self.expr(a) for a in args]
+        if obj is lt.dot:
+            v: Value = self.apply(ir.BinOp.MUL, values[0], values[1], node, args[0], args[1])
+        else:
+            v = values[0]
+        if isinstance(v, Weak) or not isinstance(v.type, ir.Line):
+            kind = v.kind if isinstance(v, Weak) else kind_of(v.type)
+            if kind == "bool":
+                raise self.fail(node, f"{name}() needs numbers, got bool in `{self.seg(node)}`")
+            return v  # a scalar is a line of one: its own sum, min and max
+        if v.type.elem is ir.Elem.BOOL:
+            raise self.fail(node, f"{name}() needs numbers, got {v.type.value} in "
+                                  f"`{self.seg(node)}`")
+        fn = {"line_sum": ir.ReduceFn.SUM, "dot": ir.ReduceFn.SUM, "line_min": ir.ReduceFn.MIN,
+              "line_max": ir.ReduceFn.MAX}[name]
+        return ir.LineReduce(fn, v, v.type.elem)
 
     def expr_Call(self, node: ast.Call) -> Value:
         func = node.func
@@ -1527,6 +1728,9 @@ class _KernelBuilder:
             return self.choose(node, *node.args)
         if obj is builtins.len:
             return self.call_len(node)
+        if obj in (lt.line, lt.line_size, lt.line_sum, lt.line_min, lt.line_max, lt.dot):
+            assert isinstance(obj, lt.Intrinsic)
+            return self.call_line(obj, node)
         if obj is builtins.range:
             raise self.fail(node, "range() can only be used as the iterable of a `for` loop")
         if any(obj is t for t in (builtins.int, builtins.float, builtins.bool)):
@@ -1561,6 +1765,10 @@ class _KernelBuilder:
                 return fold_cast(v.value, t.elem)
             except TypeRuleError as err:
                 self.rule_error(node, err, node.args[0])
+        if isinstance(v.type, ir.Line):
+            # Per element: a line of the same size.
+            line = ir.Line(t.elem, v.type.size)
+            return v if v.type is line else ir.Cast(v, line)
         if v.type is t.elem:
             # A cast's value has its type for good: a weak one is copied, not marked.
             return copy.copy(v) if self.weak_of(v) is not None else v
@@ -1593,6 +1801,9 @@ class _KernelBuilder:
                 v = const_of(v, src)
             except TypeRuleError as err:
                 self.rule_error(node, err, x_node)
+        if isinstance(v.type, ir.Line):
+            raise self.fail(node, f"bitcast() takes a scalar, not a {v.type.value}: cast "
+                                  "the line's elements one at a time")
         if v.type in (ir.Elem.BOOL, ir.Elem.F16) or v.type.bits != t.elem.bits:
             raise self.fail(node, f"bitcast() keeps the width: `{self.seg(x_node)}` is "
                                   f"{v.type.value} ({v.type.bits} bits) and {t.name} has "
@@ -1601,6 +1812,31 @@ class _KernelBuilder:
             return v
         return ir.Bitcast(concrete(v), t.elem)
 
+    def math_on_lines(self, fn: lt.MathIntrinsic, values: list[Value], line: ir.Line,
+                      node: ast.Call) -> Value:
+        """A math function of lines, per element (scalars filled to the line)."""
+        args = [self.lift(v, line, node, tuple(node.args)) for v in values]
+        elem, kind = line.elem, kind_of(line.elem)
+        if kind == "bool":
+            raise self.fail(node, f"{fn.name}() needs numbers, got {line.value} in "
+                                  f"`{self.seg(node)}`")
+        if fn.fn in _INT_MATH and kind != "int":
+            raise self.fail(node, f"{fn.name}() needs integers, got {line.value} in "
+                                  f"`{self.seg(node)}`")
+        if fn.fn not in _INT_MATH and fn.fn not in _NUMERIC_MATH and kind != "float":
+            raise self.fail(node, f"{fn.name}() needs floats, got {line.value} in "
+                                  f"`{self.seg(node)}`; cast the argument, e.g. "
+                                  f"{fn.name}(f32({self.seg(node.args[0])}))")
+        result_elem = (ir.Elem.BOOL if fn.fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF)
+                       else ir.Elem.U32 if fn.fn in _COUNTING_MATH else elem)
+        result = ir.Line(result_elem, line.size)
+        acc: ir.Expr = args[0]
+        if fn.variadic and len(args) > 2:
+            for nxt in args[1:]:
+                acc = ir.Math(fn.fn, (acc, nxt), result)
+            return acc
+        return ir.Math(fn.fn, tuple(args), result)
+
     def call_powi(self, fn: lt.MathIntrinsic, node: ast.Call) -> Value:
         """``powi(x, n)``: a float ``x`` (a literal one is f32) to an integer power
         ``n``, taken as ``i32``."""
@@ -1608,6 +1844,15 @@ class _KernelBuilder:
             raise self.fail(node, f"powi() takes 2 arguments, got {len(node.args)}")
         x_node, n_node = node.args
         x = self.expr(x_node)
+        n_value = self.expr(n_node)
+        line = self.line_type((x, n_value), node)
+        if line is not None:
+            xt = ir.Line(ir.Elem.F32 if isinstance(x, Weak) else ir.elem_of(x.type), line.size)
+            if not xt.elem.is_float:
+                raise self.fail(x_node, f"powi() needs a float base, got {type_name(x)}")
+            xl = self.lift(x, xt, node, (x_node,))
+            nl = self.lift(n_value, ir.Line(ir.Elem.I32, line.size), node, (n_node,))
+            return ir.Math(fn.fn, (xl, nl), xt)
         if isinstance(x, Weak):
             if x.kind != "float":
                 raise self.fail(x_node, f"powi() needs a float base, got `{self.seg(x_node)}`; "
@@ -1616,7 +1861,7 @@ class _KernelBuilder:
         if not x.type.is_float:
             raise self.fail(x_node, f"powi() needs a float base, got {x.type.value} "
                                     f"`{self.seg(x_node)}`{self.describe_vars(x_node)}")
-        n = self.coerce(self.expr(n_node), ir.Elem.I32, node, n_node, "powi()'s exponent")
+        n = self.coerce(n_value, ir.Elem.I32, node, n_node, "powi()'s exponent")
         return self.derived(ir.Math(fn.fn, (x, n), x.type), self.weak_of(x))
 
     def call_len(self, node: ast.Call) -> Value:
@@ -1645,6 +1890,9 @@ class _KernelBuilder:
             x = concrete(v)
         except TypeRuleError as err:
             self.rule_error(node, err, node.args[0])
+        if isinstance(x.type, ir.Line):
+            raise self.fail(node, f"{fn.name}() takes a scalar, not a {x.type.value}: reduce "
+                                  "the line first (line_sum...) or take one element")
         takes_bool = fn.fn in (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
         with_lane = fn.fn in (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR)
         if takes_bool and x.type is not ir.Elem.BOOL:
@@ -1771,16 +2019,17 @@ class _KernelBuilder:
                 if pname in child.assigned:
                     raise child.fail(child.src.tree, f"cube_fn `{child.helper}` assigns its "
                                                      f"array parameter `{pname}`")
-                array, elem = ref
+                array, t = ref
+                elem = ir.elem_of(t)
                 if isinstance(ann, lt.ArrayType) and ann.elem is not None \
                         and ann.elem is not elem:
-                    raise self.fail(arg, f"{what} is {ann!r}, got an array of {elem.value}")
+                    raise self.fail(arg, f"{what} is {ann!r}, got an array of {t.value}")
                 if isinstance(ann, lt.ScalarType):
                     raise self.fail(arg, f"{what} is a scalar {ann!r}, got an array")
                 if isinstance(arg, ast.Name) and arg.id in self.shared_arrays:
                     child.shared_arrays[pname] = self.shared_arrays[arg.id]
                 else:
-                    child.params[pname] = ir.Param(array, elem, True)
+                    child.params[pname] = ir.Param(array, elem, True, ir.line_size(t))
                 return
             t = self.static_type(arg)
             if t is not None:
@@ -1791,6 +2040,9 @@ class _KernelBuilder:
             raise self.fail(arg_node, f"{what} is {ann!r}, got `{self.seg(arg_node)}`")
         if isinstance(ann, lt.ScalarType):
             v = self.coerce(v, ann.elem, arg_node, arg_node, what)
+        if isinstance(ann, lt.LineType) and ann.elem is not None and (
+                isinstance(v, Weak) or ir.elem_of(v.type) is not ann.elem):
+            raise self.fail(arg_node, f"{what} is {ann!r}, got {type_name(v)}")
         if isinstance(v, Weak) and pname not in child.assigned:
             child.comptime[pname] = v.value
             return
@@ -1827,6 +2079,9 @@ class _KernelBuilder:
         if fn.fn is ir.MathFn.POWI:
             return self.call_powi(fn, node)
         values = [self.expr(a) for a in node.args]
+        line = self.line_type(values, node)
+        if line is not None:
+            return self.math_on_lines(fn, values, line, node)
         # The arguments meet one another: a typed one, if any, gives weak ones its type.
         typed = [v for v in values if not isinstance(v, Weak)]
         if typed:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cubecl_server import ir
-from cubecl_server.errors import KernelSyntaxError
+from cubecl_server.errors import KernelSyntaxError, LaunchError
+from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
 from cubecl_server.lang.frontend import parse_kernel
-from cubecl_server.lang.signature import KernelSignature, kernel_signature
+from cubecl_server.lang.signature import LINE_SIZE, KernelSignature, kernel_signature
 from cubecl_server.lang.source import KernelSource, load_source, raises_at_kernel_line
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class KernelFunction:
         Unknown, missing (defaults count) and ill-typed comptime values raise
         ``TypeError`` naming the parameter, before anything is parsed.
         """
+        comptime = self._hashable(comptime)
         key = tuple(sorted(comptime.items()))
         kid = self._ids.get(key)
         if kid is None:
@@ -90,8 +92,40 @@ class KernelFunction:
                cube_dim: CubeDim | int | tuple[int, ...], *args: Any, **comptime: Any) -> None:
         """Run the kernel on ``client``'s device with ``args`` in parameter order and
         comptime values as keyword arguments; the geometry may be given as ints or
-        tuples (``k.launch(c, CubeCount.cover(n, 256), 256, ...)``)."""
+        tuples (``k.launch(c, CubeCount.cover(n, 256), 256, ...)``).
+
+        ``line_size`` sets the line size of the kernel's line arrays: one int for all,
+        or a dict by parameter name. In unchecked mode a line array's buffer must hold
+        whole lines (``LaunchError`` otherwise): only checked mode has a last, partial
+        line.
+        """
+        comptime = self._hashable(comptime)
+        if self.signature.lines and client.mode is ExecutionMode.UNCHECKED:
+            self._check_whole_lines(args, comptime)
         client.launch(self, cube_count, cube_dim, args, comptime)
+
+    def _hashable(self, comptime: dict[str, Any]) -> dict[str, Any]:
+        """``comptime`` with a ``line_size`` mapping as sorted pairs, so that the values
+        key the kernel's ids and the client's plans; a ``line_size`` that is neither an
+        int nor a mapping is refused here (``2.0`` would otherwise key as ``2``)."""
+        sizes = comptime.get(LINE_SIZE)
+        if isinstance(sizes, Mapping):
+            return {**comptime, LINE_SIZE: tuple(sorted((str(k), v) for k, v in sizes.items()))}
+        if sizes is not None and (type(sizes) is not int):
+            self.signature.bind_line_sizes(sizes)
+        return comptime
+
+    def _check_whole_lines(self, args: tuple[Any, ...], comptime: dict[str, Any]) -> None:
+        """Raise ``LaunchError`` for a line array whose buffer ends in a partial line."""
+        sizes = self.signature.bind_line_sizes(comptime.get(LINE_SIZE))
+        for p, a in zip(self.signature.params, args, strict=False):
+            line, n = sizes.get(p.name, 1), getattr(a, "size", None)
+            if line > 1 and isinstance(n, int) and n % line:
+                raise LaunchError(
+                    f"kernel {self.__name__!r}: line array {p.name!r} holds {n} elements, "
+                    f"not a whole number of lines of {line}; unchecked mode has no partial "
+                    "lines: pad the buffer to a multiple of the line size, or launch in "
+                    "checked mode")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"kernel {self.__name__!r} cannot be called directly; use "

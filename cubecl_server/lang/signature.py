@@ -12,9 +12,12 @@ from typing import Any
 from .. import ir
 from ..errors import KernelSyntaxError
 from .source import KernelSource, closure_vars, code_location, load_source
-from .types import SCALAR_TYPES, ArrayType, ComptimeType, ScalarType, TypeRef, dtype
+from .types import SCALAR_TYPES, ArrayType, ComptimeType, LineType, ScalarType, TypeRef, dtype
 
-__all__ = ["KernelSignature", "kernel_signature", "ComptimeValue"]
+__all__ = ["KernelSignature", "kernel_signature", "ComptimeValue", "LINE_SIZE"]
+
+LINE_SIZE = "line_size"
+"""The launch keyword that sets the line size of a kernel's line arrays."""
 
 ComptimeValue = int | float | bool | str
 """The Python types a bound comptime value has (a dtype is bound as its name, "f32")."""
@@ -30,7 +33,9 @@ class KernelSignature:
     ``generic`` maps each runtime parameter whose type is a comptime dtype
     (``a: "Array[T]"``) to that dtype's name; in ``params`` such a parameter has the
     dtype's default, or ``f32`` as a placeholder when there is none, until
-    :meth:`specialise` gives it the bound type.
+    :meth:`specialise` gives it the bound type. ``lines`` names the line arrays
+    (``Array[Line[T]]``), in order: their line size is the launch keyword
+    ``line_size`` (:meth:`bind_line_sizes`).
     """
 
     name: str
@@ -38,24 +43,68 @@ class KernelSignature:
     comptime: dict[str, type] = field(default_factory=dict)
     comptime_defaults: dict[str, ComptimeValue] = field(default_factory=dict)
     generic: dict[str, str] = field(default_factory=dict)
+    lines: tuple[str, ...] = ()
 
-    def specialise(self, bound: Mapping[str, ComptimeValue]) -> tuple[ir.Param, ...]:
-        """The runtime parameters with every comptime dtype replaced by its bound type."""
+    def specialise(self, bound: Mapping[str, ComptimeValue],
+                   line_sizes: Mapping[str, int] | None = None) -> tuple[ir.Param, ...]:
+        """The runtime parameters with every comptime dtype replaced by its bound type,
+        and each line array given its size from ``line_sizes`` (1 where absent)."""
         out: list[ir.Param] = []
+        sizes = line_sizes or {}
         for p in self.params:
             var = self.generic.get(p.name)
-            out.append(p if var is None else ir.Param(p.name, ir.Elem(bound[var]), p.array))
+            elem = p.elem if var is None else ir.Elem(bound[var])
+            line = sizes.get(p.name, 1)
+            out.append(p if var is None and line == 1 else
+                       ir.Param(p.name, elem, p.array, line))
         return tuple(out)
+
+    def bind_line_sizes(self, value: object) -> dict[str, int]:
+        """The line size of each line array, from the ``line_size`` launch keyword: None
+        (every line array 1), an int (every one that size), or a mapping (or pairs) from
+        each line array's name to its size.
+
+        Raises TypeError naming what is wrong: ``line_size`` on a kernel without line
+        arrays, a name that is not one, a line array left out, a size that is not an
+        int; ValueError for a size that is not 1, 2, 4, 8 or 16.
+        """
+        if value is None:
+            return dict.fromkeys(self.lines, 1)
+        if not self.lines:
+            raise TypeError(f"kernel `{self.name}` has no line arrays (Array[Line[T]]), so "
+                            "it takes no line_size")
+        if isinstance(value, Mapping):
+            pairs = list(value.items())
+        elif isinstance(value, tuple) and all(isinstance(v, tuple) and len(v) == 2
+                                              for v in value):
+            pairs = list(value)
+        else:
+            return {name: _line_size(self.name, name, value) for name in self.lines}
+        unknown = sorted(str(n) for n, _ in pairs if n not in self.lines)
+        missing = [n for n in self.lines if n not in {n for n, _ in pairs}]
+        if unknown or missing:
+            what = (f"names {', '.join(f'`{n}`' for n in unknown)}, which "
+                    f"{'is not a line array' if len(unknown) == 1 else 'are not line arrays'}"
+                    if unknown else
+                    f"leaves out {', '.join(f'`{n}`' for n in missing)}")
+            raise TypeError(f"line_size of kernel `{self.name}` {what}; its line arrays are "
+                            f"{', '.join(f'`{n}`' for n in self.lines)} (or give one int "
+                            "for all)")
+        return {str(n): _line_size(self.name, str(n), v) for n, v in pairs}
 
     def bind_comptime(self, values: Mapping[str, object]) -> tuple[tuple[str, ComptimeValue], ...]:
         """Check ``values`` against the comptime params; return them in declaration order.
 
-        Defaults fill what is missing; ``Comptime[float]`` accepts an int and stores a
-        float; ``Comptime[dtype]`` accepts a kernel scalar type, an ``ir.Elem``, a NumPy
-        dtype or a type name and stores the name (``"f32"``). Raises TypeError naming
-        the parameter on an unknown, missing or ill-typed value.
+        Defaults fill what is missing; ``line_size`` (a kernel with line arrays) is
+        checked by :meth:`bind_line_sizes` and left out; ``Comptime[float]`` accepts an
+        int and stores a float; ``Comptime[dtype]`` accepts a kernel scalar type, an
+        ``ir.Elem``, a NumPy dtype or a type name and stores the name (``"f32"``).
+        Raises TypeError naming the parameter on an unknown, missing or ill-typed
+        value.
         """
-        unknown = sorted(set(values) - set(self.comptime))
+        if LINE_SIZE in values and LINE_SIZE not in self.comptime:
+            self.bind_line_sizes(values[LINE_SIZE])
+        unknown = sorted(set(values) - set(self.comptime) - {LINE_SIZE})
         if unknown:
             raise TypeError(f"kernel `{self.name}` has no comptime parameter "
                             + ", ".join(f"`{n}`" for n in unknown))
@@ -70,6 +119,17 @@ class KernelSignature:
                                 f"parameter `{name}` (Comptime[{kind.__name__}])")
             bound.append((name, _coerce_comptime(self.name, name, kind, raw)))
         return tuple(bound)
+
+
+def _line_size(kernel: str, name: str, raw: object) -> int:
+    """``raw`` checked as the line size of line array ``name``."""
+    if isinstance(raw, bool) or not isinstance(raw, numbers.Integral):
+        raise TypeError(f"line_size of `{name}` in kernel `{kernel}` must be an int, got "
+                        f"{raw!r} ({type(raw).__name__})")
+    if int(raw) not in (1, *ir.LINE_SIZES):
+        raise ValueError(f"line_size of `{name}` in kernel `{kernel}` is {raw}; a line "
+                         f"size is 1, {', '.join(map(str, ir.LINE_SIZES))}")
+    return int(raw)
 
 
 def _coerce_dtype(raw: object) -> str | None:
@@ -176,6 +236,7 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
     comptime: dict[str, type] = {}
     defaults: dict[str, ComptimeValue] = {}
     generic: dict[str, str] = {}
+    lines: list[str] = []
     # Comptime dtypes first: runtime annotations may name them.
     type_vars: dict[str, object] = {}
     type_defaults: dict[str, str] = {}
@@ -207,6 +268,9 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
         except Exception as exc:
             raise fail(f"cannot evaluate the annotation of `{p.name}`: {exc}", p.name) from None
         if p.kind is p.KEYWORD_ONLY:
+            if p.name == LINE_SIZE:
+                raise fail(f"`{LINE_SIZE}` is the launch keyword that sizes a kernel's "
+                           "line arrays; name the comptime parameter otherwise", p.name)
             if not isinstance(ann, ComptimeType):
                 raise fail(f"keyword-only parameter `{p.name}` must be Comptime[int], "
                            f"Comptime[bool], Comptime[float] or Comptime[dtype], not {ann!r}",
@@ -231,6 +295,8 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
         if var is not None and var not in type_vars:
             raise fail(f"the annotation of `{p.name}` names `{var}`, which is not a "
                        f"keyword-only Comptime[dtype] parameter of `{name}`", p.name)
+        if isinstance(ann, ArrayType) and ann.line:
+            lines.append(p.name)
         if var is not None:
             generic[p.name] = var
             params.append(ir.Param(p.name, ir.Elem(type_defaults.get(var, "f32")),
@@ -244,6 +310,8 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
             hints: dict[object, str] = {int: "i32", float: "f32", bool: "bool_"}
             hint = hints.get(ann) if isinstance(ann, type) else None
             extra = f"; write `{p.name}: {hint}`" if hint else ""
+            if isinstance(ann, LineType):
+                extra = f"; a line is read from an array: write `{p.name}: Array[{ann!r}]`"
             raise fail(f"parameter `{p.name}` has annotation {ann!r}, which is not a kernel "
                        f"type (use Array[T] or a scalar type such as f32){extra}", p.name)
     if sig.return_annotation is not sig.empty:
@@ -251,4 +319,4 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
         if ret is not None and ret is not type(None) and ret != "None":
             raise fail(f"a kernel returns nothing (write results to an array); its return "
                        f"annotation must be None, not {ret!r}")
-    return KernelSignature(name, tuple(params), comptime, defaults, generic)
+    return KernelSignature(name, tuple(params), comptime, defaults, generic, tuple(lines))

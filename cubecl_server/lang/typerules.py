@@ -257,8 +257,9 @@ def fold_unary(op: ir.UnOp, w: Weak) -> Weak:
     return Weak(~int(w.value))
 
 
-def kind_of(elem: ir.Elem) -> str:
-    """``bool``/``int``/``float`` for a concrete type."""
+def kind_of(t: ir.Type) -> str:
+    """``bool``/``int``/``float`` for a concrete type (a line's: its elements')."""
+    elem = ir.elem_of(t)
     return "bool" if elem is ir.Elem.BOOL else "float" if elem.is_float else "int"
 
 

@@ -17,6 +17,7 @@ from .. import ir
 
 __all__ = [
     "KernelOnlyError", "ScalarType", "ArrayType", "ComptimeType", "Array", "Comptime",
+    "Line", "LineType", "line", "line_size", "line_sum", "line_min", "line_max", "dot",
     "BuiltinVar", "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic",
     "SCALAR_TYPES", "TypeRef", "dtype", "scalar_type", "CubeFn", "cube_fn",
     "shared", "local_array", "bitcast", "sync_cube", "atomic_add", "atomic_sub",
@@ -107,8 +108,8 @@ class TypeRef:
 
 
 @dataclass(frozen=True)
-class ArrayType:
-    """The annotation ``Array[T]``: a global buffer parameter holding ``T`` elements.
+class LineType:
+    """The annotation ``Line[T]``: a line of ``T`` elements, its size chosen at launch.
 
     ``elem`` is None when ``T`` is a comptime dtype (``var`` names it).
     """
@@ -118,22 +119,56 @@ class ArrayType:
 
     def __repr__(self) -> str:
         inner = self.var if self.elem is None else SCALAR_TYPES[self.elem].name
-        return f"Array[{inner}]"
+        return f"Line[{inner}]"
+
+
+def _element(item: object, what: str) -> tuple[ir.Elem | None, str | None]:
+    """The element type or comptime dtype name ``item`` (of ``what[...]``) denotes."""
+    # `Array["T"]` names a comptime dtype parameter T without a string annotation.
+    if isinstance(item, str) and item.isidentifier():
+        return None, item
+    if isinstance(item, TypeRef):
+        return None, item.name
+    if not isinstance(item, ScalarType):
+        raise TypeError(f"{what}[...] takes a scalar type such as f32, not {item!r}")
+    return item.elem, None
+
+
+class Line:
+    """Annotation for a line of elements: ``a: Array[Line[f32]]`` is an array read and
+    written a line of N elements at a time, N chosen at launch (``line_size=``);
+    ``Line["T"]`` has the element type of the comptime dtype parameter ``T``."""
+
+    def __class_getitem__(cls, item: object) -> LineType:
+        return LineType(*_element(item, "Line"))
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """The annotation ``Array[T]``: a global buffer parameter holding ``T`` elements.
+
+    ``elem`` is None when ``T`` is a comptime dtype (``var`` names it); ``line``: the
+    annotation is ``Array[Line[T]]``, a line array.
+    """
+
+    elem: ir.Elem | None
+    var: str | None = None
+    line: bool = False
+
+    def __repr__(self) -> str:
+        inner = self.var if self.elem is None else SCALAR_TYPES[self.elem].name
+        return f"Array[Line[{inner}]]" if self.line else f"Array[{inner}]"
 
 
 class Array:
     """Annotation for a global array parameter: ``a: Array[f32]``; ``Array["T"]`` (or
-    ``"Array[T]"``) has the element type of the comptime dtype parameter ``T``."""
+    ``"Array[T]"``) has the element type of the comptime dtype parameter ``T``;
+    ``Array[Line[f32]]`` is read and written a line at a time."""
 
     def __class_getitem__(cls, item: object) -> ArrayType:
-        # `Array["T"]` names a comptime dtype parameter T without a string annotation.
-        if isinstance(item, str) and item.isidentifier():
-            return ArrayType(None, item)
-        if isinstance(item, TypeRef):
-            return ArrayType(None, item.name)
-        if not isinstance(item, ScalarType):
-            raise TypeError(f"Array[...] takes a scalar type such as f32, not {item!r}")
-        return ArrayType(item.elem)
+        if isinstance(item, LineType):
+            return ArrayType(item.elem, item.var, line=True)
+        return ArrayType(*_element(item, "Array"))
 
 
 class dtype:
@@ -328,7 +363,25 @@ saturating_add = MathIntrinsic(ir.MathFn.SATURATING_ADD, 2, "Integer function: a
 saturating_sub = MathIntrinsic(ir.MathFn.SATURATING_SUB, 2, "Integer function: a - b clamped "
                                "to the type's range instead of wrapping.")
 select = Intrinsic("select", "Kernel function: select(cond, a, b) is a where cond holds, "
-                   "else b; both sides are evaluated.")
+                   "else b; both sides are evaluated (per element, for a line of bools).")
+
+
+# ---------------------------------------------------------------- lines
+
+
+line = Intrinsic("line", "Line function: ``line(x, n)`` is a line of ``n`` elements, each "
+                 "``x`` (``n`` a comptime int: 1, 2, 4, 8 or 16; a line of 1 is ``x``).")
+line_size = Intrinsic("line_size", "Line function: ``line_size(a)`` is the line size of the "
+                      "line array ``a`` or of a line value, as a comptime int (1 for plain "
+                      "arrays and scalars).")
+line_sum = Intrinsic("line_sum", "Line function: the sum of a line's elements (a scalar is "
+                     "its own sum).")
+line_min = Intrinsic("line_min", "Line function: the smallest element of a line (as min(): "
+                     "a NaN loses).")
+line_max = Intrinsic("line_max", "Line function: the largest element of a line (as max(): "
+                     "a NaN loses).")
+dot = Intrinsic("dot", "Line function: ``dot(a, b)`` is the sum of ``a * b`` over a line's "
+                "elements.")
 
 
 # ---------------------------------------------------------------- memory, sync, atomics

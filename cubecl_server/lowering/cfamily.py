@@ -12,9 +12,16 @@ first so plane operations in them see every active unit), zero-initialised local
 local arrays and shared memory, ``sign`` of every numeric type, and the launch-grid
 builtins derived from the few a target has.
 
+Lines (``docs/ir.md``): each line type is the target's vector type where the dialect
+names one (:meth:`CDialect.vector_type`), else a struct of an array (``cc_<elem>x<N>``,
+``.v[k]``); an operation on lines is the dialect's vector operator where it has one
+(``+ - * /`` and the bitwise ones, :attr:`CDialect.vector_ops`), else a helper function
+applying the scalar operation to each element (so every rule above holds per element);
+a line load or store reads or writes its elements, checked per element.
+
 A :class:`CDialect` supplies only the spellings: type names and literals, casts and
 bit casts, math functions, the builtins, metadata, atomics, plane operations,
-barriers, memory, and the program around the body. :class:`StandardC` spells every
+barriers, memory, vector types, and the program around the body. :class:`StandardC` spells every
 one of them as C99 does; a dialect subclasses it and overrides what its language
 spells otherwise, and adds what C99 has no word for.
 """
@@ -22,7 +29,7 @@ spells otherwise, and adds what C99 has no word for.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -75,6 +82,27 @@ class ArrayRef:
     """A local array: declared in the entry point, each unit's own."""
 
 
+@dataclass(frozen=True)
+class _Text:
+    """A piece of target text standing for an operand of ``type`` inside IR the emitter
+    builds to apply a scalar operation to one element of a line."""
+
+    text: str
+    type: ir.Elem
+
+
+_VECTOR_OPS = frozenset({ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL, ir.BinOp.DIV,
+                         ir.BinOp.BITAND, ir.BinOp.BITOR, ir.BinOp.BITXOR})
+
+
+def _describe(e: ir.Expr) -> str:
+    """``e`` quoted for a message (its type where it holds the emitter's own parts)."""
+    try:
+        return f"`{ir.format_expr(e)}`"
+    except TypeError:
+        return f"a {e.type.value} value"
+
+
 class CDialect(Protocol):
     """How one C-like language spells what :class:`CEmitter` leaves to it.
 
@@ -100,6 +128,10 @@ class CDialect(Protocol):
     """The statement that waits for the cube (with a memory fence); empty for none."""
     unroll: str
     """The line before a loop asking to unroll it; empty for none."""
+    line_sizes: tuple[int, ...]
+    """The line sizes the target has (1 always); a kernel with another is refused."""
+    vector_ops: bool
+    """Whether ``+ - * /`` and ``& | ^`` act per element on the vector types."""
 
     def prepare(self, e: CEmitter) -> None:
         """Look the kernel over before any line is written (refuse what the target lacks)."""
@@ -138,6 +170,35 @@ class CDialect(Protocol):
     def checked_load(self, e: CEmitter, array: ArrayRef, index: str,
                      index_type: ir.Elem) -> str:
         """The element at unsigned ``index`` in memory type, or 0 outside the array."""
+
+    def vector_type(self, e: CEmitter, elem: ir.Elem, size: int) -> str | None:
+        """The target's vector of ``size`` ``elem``, or None: a struct stands in."""
+
+    def component(self, x: str, k: int, size: int) -> str:
+        """Element ``k`` of the vector ``x`` (a primary expression), as an lvalue."""
+
+    def vector_make(self, e: CEmitter, type_name: str, parts: list[str]) -> str:
+        """A vector of ``type_name`` from its elements."""
+
+    def vector_fill(self, e: CEmitter, type_name: str, x: str) -> str | None:
+        """A vector of ``type_name`` with every element ``x``, or None to make it
+        element by element."""
+
+    def struct_decl(self, e: CEmitter, name: str, member: str, size: int) -> str:
+        """The declaration of the struct ``name`` standing for a line: ``member v[size]``."""
+
+    def struct_make(self, e: CEmitter, name: str, member: str, parts: list[str]) -> str:
+        """A struct ``name`` (of :meth:`struct_decl`) from its elements."""
+
+    def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: ir.Elem,
+                  t: ir.Line) -> str:
+        """Line ``index`` (unsigned ``index_type``) of a line array, as a value of
+        ``t``; in checked mode each element outside the array reads 0."""
+
+    def store_whole_line(self, e: CEmitter, array: ArrayRef, index: str,
+                         index_type: ir.Elem, value: str, t: ir.Line) -> str | None:
+        """A statement storing the whole line ``index`` at once, or None to store it
+        element by element."""
 
     def to_memory(self, x: str, elem: ir.Elem) -> str:
         """A value as an array element holds it (bool as a byte)."""
@@ -191,6 +252,8 @@ class StandardC:
     unroll = ""
     shared_space = ""
     """What declares an array in cube-local memory (``__shared__ ``...)."""
+    line_sizes: tuple[int, ...] = (1,)
+    vector_ops = False
     f32_suffix = "f"
     """What single-precision math functions end with (``expf``); empty if overloaded."""
 
@@ -276,6 +339,48 @@ class StandardC:
             [f"return i < n ? a[i] : ({mt})0;  {e.comment} checked: outside reads 0"]))
         return f"{name}({array.text}, {e.bound(array, index_type)}, {index})"
 
+    def vector_type(self, e: CEmitter, elem: Elem, size: int) -> str | None:
+        """None: C99 has no vector types."""
+        return None
+
+    def component(self, x: str, k: int, size: int) -> str:
+        """``x.v[k]``: the emitter's struct (C99 has no vectors)."""
+        return f"{x}.v[{k}]"
+
+    def vector_make(self, e: CEmitter, type_name: str, parts: list[str]) -> str:
+        """A compound literal (never called: C99 has no vectors)."""
+        return f"(({type_name}){{{', '.join(parts)}}})"
+
+    def vector_fill(self, e: CEmitter, type_name: str, x: str) -> str | None:
+        """None: element by element."""
+        return None
+
+    def struct_decl(self, e: CEmitter, name: str, member: str, size: int) -> str:
+        """``typedef struct { T v[N]; } name;``."""
+        return f"typedef struct {{ {member} v[{size}]; }} {name};"
+
+    def struct_make(self, e: CEmitter, name: str, member: str, parts: list[str]) -> str:
+        """A compound literal."""
+        return f"(({name}){{{{{', '.join(parts)}}}}})"
+
+    def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
+                  t: ir.Line) -> str:
+        """A helper per line type, memory and index type, reading through a pointer
+        (checked: the whole line where it is inside, else each element or 0)."""
+        ut = e.ctype(index_type)
+        space = "shared" if array.shared else "local" if array.local else "global"
+        name = (f"cc_load_{t.elem.value}x{t.size}_{space}_{index_type.value}"
+                f"{'_checked' if e.checked else ''}")
+        e.helper(name, lambda: e.function(
+            e.ctype(t), name, [(self.pointer(e, array, True), "a"), (ut, "n"), (ut, "i")],
+            e.line_load_body(t, index_type, lambda j: f"a[{j}]")))
+        return f"{name}({array.text}, {e.bound(array, index_type)}, {index})"
+
+    def store_whole_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
+                         value: str, t: ir.Line) -> str | None:
+        """None: element by element."""
+        return None
+
     def to_memory(self, x: str, elem: Elem) -> str:
         """Bool as a byte."""
         return self.convert(self.bool_memory, x) if elem is Elem.BOOL else x
@@ -317,7 +422,8 @@ class CEmitter(StructuredEmitter):
         self.builtins: set[ir.BuiltinName] = set()
         self.meta_used: dict[tuple[str, str, int], str] = {}
         """Metadata the program reads, (kind, array, dim) -> its text, in first-use order."""
-        self._types: set[tuple[Elem, bool]] = set()
+        self._types: set[tuple[ir.Type, bool]] = set()
+        self._line_helpers: dict[tuple[object, ...], str] = {}
         dialect.prepare(self)
         for p in kernel.params:
             self.use(p.elem, p.array, f"parameter {p.name!r}")
@@ -330,16 +436,114 @@ class CEmitter(StructuredEmitter):
 
     # ------------------------------------------------------------ for dialects
 
-    def use(self, elem: Elem, memory: bool, what: str) -> None:
-        """Tell the dialect (once per type and place) that ``elem`` is used."""
+    def use(self, elem: ir.Type, memory: bool, what: str) -> None:
+        """Tell the dialect (once per type and place) that ``elem`` is used (a line's
+        element type; a line size the dialect lacks is refused)."""
         if (elem, memory) not in self._types:
             self._types.add((elem, memory))
+            if isinstance(elem, ir.Line):
+                if elem.size not in self.d.line_sizes:
+                    self.fail(f"{what} is a {elem.value}, but the {self.backend} backend has "
+                              f"lines of {', '.join(map(str, self.d.line_sizes))} "
+                              "(Capabilities.line_sizes)")
+                self.use(elem.elem, memory, what)
+                return
             self.d.use_type(self, elem, what, memory)
 
-    def ctype(self, elem: Elem) -> str:
-        """The type of ``elem`` in registers."""
+    def ctype(self, elem: ir.Type) -> str:
+        """The type of ``elem`` in registers (a line: the dialect's vector, or a struct
+        of an array declared with the helpers)."""
         self.use(elem, False, f"a {elem.value} value")
+        if isinstance(elem, ir.Line):
+            return self._line_type(elem)
         return self.d.types[elem]
+
+    # ------------------------------------------------------------ lines
+
+    def _line_type(self, t: ir.Line) -> str:
+        native = self.d.vector_type(self, t.elem, t.size)
+        if native is not None:
+            return native
+        name = f"cc_{t.elem.value}x{t.size}"
+        self.helper(name, lambda: self.d.struct_decl(self, name, self.ctype(t.elem), t.size))
+        return name
+
+    def part(self, x: str, t: ir.Line, k: int) -> str:
+        """Element ``k`` of the line ``x`` (a primary expression) of type ``t``."""
+        if self.d.vector_type(self, t.elem, t.size) is None:
+            return f"{x}.v[{k}]"
+        return self.d.component(x, k, t.size)
+
+    def make(self, t: ir.Line, parts: list[str]) -> str:
+        """A line of ``t`` from its elements."""
+        name = self._line_type(t)
+        if self.d.vector_type(self, t.elem, t.size) is None:
+            return self.d.struct_make(self, name, self.ctype(t.elem), parts)
+        return self.d.vector_make(self, name, parts)
+
+    def fill(self, t: ir.Line, x: str) -> str:
+        """A line of ``t`` with every element ``x`` (a name or a literal: it may be
+        written once per element)."""
+        name = self._line_type(t)
+        if self.d.vector_type(self, t.elem, t.size) is not None:
+            native = self.d.vector_fill(self, name, x)
+            if native is not None:
+                return native
+        return self.make(t, [x] * t.size)
+
+    def zero(self, t: ir.Type) -> str:
+        """The zero of ``t`` (each element 0, for a line)."""
+        if isinstance(t, ir.Line):
+            return self.fill(t, self.literal(0, t.elem))
+        return self.literal(0, t)
+
+    def elementwise(self, e: ir.Expr, operands: tuple[ir.Expr, ...],
+                    rebuild: Callable[[tuple[ir.Expr, ...]], ir.Expr]) -> str:
+        """A line operation as a helper applying the scalar one to each element:
+        ``rebuild`` makes the scalar node from scalar operands (elements of the line
+        operands, scalar operands as they are)."""
+        t = e.type
+        assert isinstance(t, ir.Line)
+        texts = [self.expr(x) for x in operands]
+        key = (type(e).__name__, getattr(e, "op", None), getattr(e, "fn", None),
+               tuple(x.type for x in operands), t)
+        name = self._line_helpers.get(key)
+        if name is None:
+            name = self._line_helpers[key] = f"cc_line{len(self._line_helpers) + 1}"
+            params = [(self.ctype(x.type), f"a{i}") for i, x in enumerate(operands)]
+
+            def at(k: int) -> str:
+                parts = tuple(
+                    _Text(self.part(f"a{i}", x.type, k), x.type.elem)
+                    if isinstance(x.type, ir.Line) else _Text(f"a{i}", x.type)
+                    for i, x in enumerate(operands))
+                return self.expr(rebuild(parts))  # type: ignore[arg-type]
+
+            self.helper(name, lambda: self.function(
+                self.ctype(t), name, params,
+                [f"return {self.make(t, [at(k) for k in range(t.size)])};"]))
+        return f"{name}({', '.join(texts)})"
+
+    def line_load_body(self, t: ir.Line, index_type: Elem,
+                       element: Callable[[str], str], whole: str | None = None) -> list[str]:
+        """The body of a line load helper taking ``n`` (the array's elements) and ``i``
+        (the line, unsigned ``index_type``): ``element(j)`` reads element ``j``;
+        ``whole`` reads the whole line at once where the target can."""
+        lit = lambda v: self.literal(v, index_type)  # noqa: E731
+        size = lit(t.size)
+
+        def read(k: int) -> str:
+            return self.d.from_memory(element(f"i * {size} + {lit(k)}"), t.elem)
+
+        whole = whole or self.make(t, [read(k) for k in range(t.size)])
+        if not self.checked:
+            return [f"return {whole};"]
+        zero = self.literal(0, t.elem)
+        # The last line may be partial: each element past the end reads 0.
+        parts = [f"(i == n / {size} && i * {size} + {lit(k)} < n ? {read(k)} : {zero})"
+                 for k in range(t.size)]
+        return [f"if (i < n / {size}) return {whole};  {self.comment} a whole line inside",
+                f"return {self.make(t, parts)};"]
 
     def mtype(self, elem: Elem) -> str:
         """The type of an ``elem`` array element."""
@@ -446,7 +650,7 @@ class CEmitter(StructuredEmitter):
         self._declare_builtins()
         for loc in self.kernel.locals:
             self.line(f"{self.ctype(loc.elem)} l_{self.stems[loc.name]} = "
-                      f"{self.literal(0, loc.elem)};", f"var {loc.name}: {loc.elem.value}")
+                      f"{self.zero(loc.elem)};", f"var {loc.name}: {loc.elem.value}")
         for sh in self.kernel.shared:
             decl = self.d.shared_decl(self, sh, f"s_{self.stems[sh.name]}")
             if decl is not None:
@@ -617,6 +821,9 @@ class CEmitter(StructuredEmitter):
     def stmt_store(self, s: ir.Store) -> None:
         """``a[i] = v;``; checked: ``v`` first, then stored only where ``i`` is inside."""
         a = self.array(s.array)
+        if isinstance(s.value.type, ir.Line):
+            self._store_line(s, a, s.value.type)
+            return
         value = self.d.to_memory(self.expr(s.value), a.elem)
         if not self.checked:
             target = self.d.subscript(a, self.expr(s.index), s.index.type)
@@ -627,6 +834,33 @@ class CEmitter(StructuredEmitter):
         self.line(f"{{ {decl} const {self.mtype(a.elem)} {v} = {value}; if ({i} < "
                   f"{self.bound(a, ut)}) {self.d.subscript(a, i, ut)} = {v}; }}",
                   ir.format_stmt(s))
+
+    def _store_line(self, s: ir.Store, a: ArrayRef, t: ir.Line) -> None:
+        """A line's elements stored one by one (or at once, as the dialect has it);
+        checked: the whole line where it is inside the array, else each element inside."""
+        decl, ut, i = self._checked_index(s.index)
+        v, lit = self.temp(), (lambda x: self.literal(x, ut))
+        size = lit(t.size)
+        self.line(f"{{ {decl} const {self.ctype(t)} {v} = {self.expr(s.value)};",
+                  ir.format_stmt(s))
+
+        def each(k: int) -> str:
+            target = self.d.subscript(a, f"{i} * {size} + {lit(k)}", ut)
+            return f"{target} = {self.d.to_memory(self.part(v, t, k), t.elem)};"
+
+        whole = self.d.store_whole_line(self, a, i, ut, v, t) or " ".join(
+            each(k) for k in range(t.size))
+        with self.nested():
+            if not self.checked:
+                self.line(whole)
+            else:
+                n = self.bound(a, ut)
+                self.line(f"if ({i} < {n} / {size}) {{ {whole} }}", "a whole line inside")
+                self.line(f"else if ({i} == {n} / {size}) {{", "the last line, partial")
+                for k in range(t.size - 1):  # element size - 1 is past the end here
+                    self.line(f"{self.indent}if ({i} * {size} + {lit(k)} < {n}) {each(k)}")
+                self.line("}")
+        self.line("}")
 
     def stmt_atomic(self, s: ir.AtomicStmt) -> None:
         """The dialect's atomic; checked: operands first, then only where ``i`` is inside
@@ -654,9 +888,75 @@ class CEmitter(StructuredEmitter):
 
     def expr(self, e: ir.Expr) -> str:
         """C for ``e``, fully parenthesised, of exactly its IR type."""
+        if isinstance(e, _Text):
+            return e.text
         if (e.type, False) not in self._types:
-            self.use(e.type, False, f"`{ir.format_expr(e)}`")
+            self.use(e.type, False, _describe(e))
+        if isinstance(e.type, ir.Line) and not isinstance(
+                e, (ir.Var, ir.Load, ir.LineFill)):
+            return self._line_expr(e)
         return super().expr(e)
+
+    def _line_expr(self, e: ir.Expr) -> str:
+        """An operation giving a line: the dialect's vector operator, else per element."""
+        t = e.type
+        assert isinstance(t, ir.Line)
+        match e:
+            case ir.Binary(op=op, lhs=a, rhs=b) if (
+                    self.d.vector_ops and op in _VECTOR_OPS
+                    and self.d.vector_type(self, t.elem, t.size) is not None
+                    and (t.elem.is_float or (op is not ir.BinOp.DIV and (
+                        not t.elem.is_signed or self.d.signed_wraps or op not in _WRAPPING)))):
+                return f"({self.expr(a)} {op.value} {self.expr(b)})"
+            case ir.Binary(op=op, lhs=a, rhs=b, type=rt):
+                return self.elementwise(e, (a, b), lambda xs: ir.Binary(
+                    op, xs[0], xs[1], ir.elem_of(rt)))
+            case ir.Unary(op=op, x=x):
+                return self.elementwise(e, (x,), lambda xs: ir.Unary(op, xs[0], t.elem))
+            case ir.Math(fn=fn, args=args):
+                return self.elementwise(e, args, lambda xs: ir.Math(fn, xs, t.elem))
+            case ir.Cast(x=x):
+                return self.elementwise(e, (x,), lambda xs: ir.Cast(xs[0], t.elem))
+            case ir.Select(cond=c, a=a, b=b):
+                return self.elementwise(e, (c, a, b), lambda xs: ir.Select(
+                    xs[0], xs[1], xs[2], t.elem))
+        raise AssertionError(e)
+
+    def expr_line_fill(self, e: ir.LineFill) -> str:
+        """The dialect's fill, or a helper building the line from its one argument."""
+        x = self.expr(e.x)
+        if isinstance(e.x, (ir.Const, ir.Var)):
+            return self.fill(e.type, x)
+        name = f"cc_fill_{e.type.elem.value}x{e.type.size}"
+        self.helper(name, lambda: self.function(
+            self.ctype(e.type), name, [(self.ctype(e.type.elem), "x")],
+            [f"return {self.fill(e.type, 'x')};"]))
+        return f"{name}({x})"
+
+    def expr_line_element(self, e: ir.LineElement) -> str:
+        """The element of the line."""
+        x = e.x.type
+        assert isinstance(x, ir.Line)
+        return self.part(self.expr(e.x), x, e.index)
+
+    def expr_line_reduce(self, e: ir.LineReduce) -> str:
+        """A helper folding the elements with the scalar ``+``, ``min`` or ``max``."""
+        x = e.x.type
+        assert isinstance(x, ir.Line)
+        name = f"cc_line_{e.fn.value}_{x.elem.value}x{x.size}"
+
+        def body() -> list[str]:
+            acc: ir.Expr = _Text(self.part("a", x, 0), x.elem)  # type: ignore[assignment]
+            for k in range(1, x.size):
+                nxt: ir.Expr = _Text(self.part("a", x, k), x.elem)  # type: ignore[assignment]
+                acc = (ir.Binary(ir.BinOp.ADD, acc, nxt, x.elem) if e.fn is ir.ReduceFn.SUM
+                       else ir.Math(ir.MathFn.MIN if e.fn is ir.ReduceFn.MIN
+                                    else ir.MathFn.MAX, (acc, nxt), x.elem))
+            return [f"return {self.expr(acc)};"]
+
+        self.helper(name, lambda: self.function(self.ctype(x.elem), name,
+                                                [(self.ctype(x), "a")], body()))
+        return f"{name}({self.expr(e.x)})"
 
     def expr_const(self, e: ir.Const) -> str:
         """A literal."""
@@ -873,8 +1173,12 @@ class CEmitter(StructuredEmitter):
         return f"{name}({c}, {a}, {b})"
 
     def expr_load(self, e: ir.Load) -> str:
-        """``a[i]``; checked: 0 outside the array."""
+        """``a[i]``; checked: 0 outside the array (per element, for a line)."""
         a = self.array(e.array)
+        if isinstance(e.type, ir.Line):
+            ut = UNSIGNED[e.index.type]
+            index = self.cast(self.expr(e.index), e.index.type, ut)
+            return self.d.load_line(self, a, index, ut, e.type)
         if not self.checked:
             value = self.d.subscript(a, self.expr(e.index), e.index.type)
         else:
@@ -884,8 +1188,15 @@ class CEmitter(StructuredEmitter):
         return self.d.from_memory(value, a.elem)
 
     def expr_metadata(self, e: ir.Len | ir.Shape | ir.Stride) -> str:
-        """An array's length, extent or stride, as the dialect passes it."""
-        return self.metadata(type(e).__name__.lower(), e.array, getattr(e, "dim", 0))
+        """An array's length, extent or stride, as the dialect passes it; a line
+        array's length in lines, the last one maybe partial."""
+        text = self.metadata(type(e).__name__.lower(), e.array, getattr(e, "dim", 0))
+        line = self.arrays[e.array].line
+        if isinstance(e, ir.Len) and line > 1:
+            u = lambda v: self.literal(v, Elem.U32)  # noqa: E731
+            return (f"({text} / {u(line)} + ({text} % {u(line)} != {u(0)} ? {u(1)} : "
+                    f"{u(0)}))")
+        return text
 
     def expr_plane(self, e: ir.PlaneOp) -> str:
         """The dialect's plane operation (the lane as a u32)."""

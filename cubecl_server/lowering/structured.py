@@ -8,7 +8,8 @@ dispatch to: ``stmt_assign``, ``stmt_store``, ``stmt_if``, ``stmt_for``,
 ``stmt_atomic`` for the statements, and ``expr_const``, ``expr_var``,
 ``expr_builtin``, ``expr_binary``, ``expr_unary``, ``expr_math``, ``expr_cast``,
 ``expr_bitcast``, ``expr_select``, ``expr_load``, ``expr_metadata`` (``Len``,
-``Shape`` and ``Stride``), ``expr_plane`` for the expressions (each returns the expression's text).
+``Shape`` and ``Stride``), ``expr_plane``, ``expr_line_fill``, ``expr_line_element``,
+``expr_line_reduce`` for the expressions (each returns the expression's text).
 :class:`~cubecl_server.lowering.cfamily.CEmitter` is one, for C-like languages; the
 cpu backend's NumPy emitter is another.
 """
@@ -38,7 +39,8 @@ _EXPRS: dict[type, str] = {
     ir.Cast: "expr_cast", ir.Bitcast: "expr_bitcast", ir.Select: "expr_select",
     ir.Load: "expr_load",
     ir.Len: "expr_metadata", ir.Shape: "expr_metadata", ir.Stride: "expr_metadata",
-    ir.PlaneOp: "expr_plane",
+    ir.PlaneOp: "expr_plane", ir.LineFill: "expr_line_fill",
+    ir.LineElement: "expr_line_element", ir.LineReduce: "expr_line_reduce",
 }
 _JUMPS = (ir.Return, ir.Break, ir.Continue)
 

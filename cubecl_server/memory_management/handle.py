@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,8 +35,8 @@ class Handle:
     ``slice.size`` must hold the elements (``nbytes``); it may be larger.
     """
 
-    __slots__ = ("__weakref__", "_binding", "_finalizer", "dtype", "elem", "memory", "shape",
-                 "slice", "taint")
+    __slots__ = ("__weakref__", "_binding", "_finalizer", "dtype", "elem", "event", "memory",
+                 "shape", "slice", "taint")
 
     def __init__(self, memory: MemoryManagement, slice: Slice, shape: tuple[int, ...],
                  elem: Elem) -> None:
@@ -57,6 +57,9 @@ class Handle:
         self.taint: Taint | None = None
         """Why the contents are not what the program asked for, or None (see
         :mod:`~cubecl_server.memory_management.taint`)."""
+        self.event: Any = None
+        """The device event of the last launch that wrote the buffer, where the
+        backend gives one (a read waits for it alone); None: wait for all work."""
 
     @property
     def size(self) -> int:

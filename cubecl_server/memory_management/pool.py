@@ -41,7 +41,7 @@ from typing import Any
 from cubecl_server.allocator import MIB, bucket_size, format_bytes, round_up
 from cubecl_server.storage import ComputeStorage, StorageId
 
-__all__ = ["Slice", "MemoryUsage", "MemoryManagement"]
+__all__ = ["FreeList", "Slice", "MemoryUsage", "MemoryManagement"]
 
 DEFAULT_PAGE_SIZE = 8 * MIB
 """Default page: large enough that a page holds many typical small tensors, small
@@ -95,13 +95,13 @@ class MemoryUsage:
                 f"{format_bytes(self.bytes_reserved)} reserved ({share} used)")
 
 
-class _Page:
-    """One storage allocation sub-allocated through a free list sorted by offset."""
+class FreeList:
+    """Blocks of a region of ``size`` bytes, handed out first fit from a free list
+    sorted by offset; a block given back merges with its free neighbours."""
 
-    __slots__ = ("free_bytes", "free_offsets", "free_sizes", "id", "live", "size")
+    __slots__ = ("free_bytes", "free_offsets", "free_sizes", "live", "size")
 
-    def __init__(self, id: StorageId, size: int) -> None:
-        self.id = id
+    def __init__(self, size: int) -> None:
         self.size = size
         self.free_offsets: list[int] = [0]
         self.free_sizes: dict[int, int] = {0: size}
@@ -141,6 +141,16 @@ class _Page:
                 return
         self.free_offsets.insert(i, offset)
         self.free_sizes[offset] = size
+
+
+class _Page(FreeList):
+    """One storage allocation sub-allocated through a :class:`FreeList`."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id: StorageId, size: int) -> None:
+        super().__init__(size)
+        self.id = id
 
 
 @dataclass

@@ -22,10 +22,14 @@ class Taint:
     is shared by every buffer the same launch would have written.
     """
 
-    __slots__ = ("__weakref__", "backend", "causes", "error", "kernel", "launch", "observed")
+    __slots__ = ("__weakref__", "backend", "causes", "command", "error", "kernel", "launch",
+                 "observed")
 
     def __init__(self, kernel: str, launch: int, backend: str, error: BaseException | None,
-                 causes: tuple[Taint, ...]) -> None:
+                 causes: tuple[Taint, ...], command: str = "launch") -> None:
+        self.command = command
+        """Which kind of command left the buffer unwritten: ``launch``, ``fill``,
+        ``copy``; ``kernel`` names the kernel, or the command for the other kinds."""
         self.kernel = kernel
         self.launch = launch
         self.backend = backend
@@ -57,12 +61,15 @@ class Taint:
         return list(seen.values())
 
     def describe(self) -> str:
-        """One line: which launch of which kernel, and what happened to it."""
+        """One line: which launch of which kernel (or which other command), and what
+        happened to it."""
+        what = (f"launch #{self.launch} of kernel {self.kernel!r}" if self.command == "launch"
+                else f"{self.command} #{self.launch}")
         if self.is_root:
-            return (f"launch #{self.launch} of kernel {self.kernel!r} on {self.backend} "
+            return (f"{what} on {self.backend} "
                     f"failed: {type(self.error).__name__}: {self.error}")
         inputs = len(self.causes)
-        return (f"launch #{self.launch} of kernel {self.kernel!r} did not run: "
+        return (f"{what} did not run: "
                 f"{'an input' if inputs == 1 else f'{inputs} inputs'} it reads "
                 f"{'was' if inputs == 1 else 'were'} tainted")
 
@@ -88,17 +95,19 @@ class ErrorGraph:
     def __init__(self) -> None:
         self._live: weakref.WeakSet[Taint] = weakref.WeakSet()
 
-    def fail(self, kernel: str, launch: int, backend: str, error: BaseException) -> Taint:
-        """A root taint for a launch that failed with ``error``."""
-        t = Taint(kernel, launch, backend, error, ())
+    def fail(self, kernel: str, launch: int, backend: str, error: BaseException,
+             command: str = "launch") -> Taint:
+        """A root taint for a launch (or another ``command``) that failed with ``error``."""
+        t = Taint(kernel, launch, backend, error, (), command)
         self._live.add(t)
         return t
 
-    def propagate(self, kernel: str, launch: int, backend: str,
-                  causes: list[Taint]) -> Taint:
-        """A taint for a launch skipped because its inputs carried ``causes``."""
+    def propagate(self, kernel: str, launch: int, backend: str, causes: list[Taint],
+                  command: str = "launch") -> Taint:
+        """A taint for a launch (or another ``command``) skipped because its inputs
+        carried ``causes``."""
         unique = tuple({id(c): c for c in causes}.values())
-        t = Taint(kernel, launch, backend, None, unique)
+        t = Taint(kernel, launch, backend, None, unique, command)
         self._live.add(t)
         return t
 

@@ -3,6 +3,8 @@
 It knows nothing of kernels or backends. :mod:`.codec` is the typed envelope values
 travel in, :mod:`.sqlite` the embedded store, :mod:`.files` its files on disk (private,
 checked before use, moved aside when damaged), :mod:`.environment` where it lives.
+What leaves the machine: :mod:`.signing` (the fleet's secret, HMAC-SHA256),
+:mod:`.remote` (the shared tier on Redis), :mod:`.bundle` (bundles).
 """
 
 from cubecl_server.persistence.codec import (

@@ -9,7 +9,7 @@ Layout of an encoded artifact (all integers big-endian)::
                             {"header": {...}, "key": "...", "kind": "...", "namespace": "..."}
     u64                     length of the payload
     payload                 the artifact's bytes, untouched
-    u8                      length of the signature: 0, unsigned (the only value today)
+    u8                      length of the signature: 0 (unsigned) or 32 (signed)
     signature               that many bytes
 
 Both lengths are checked against the data, so a truncated or padded value is
@@ -22,11 +22,12 @@ run as another's. Values of format version 1 carried no binding and no longer de
 
 Where a signature goes. The *signed bytes* are the envelope from the magic to the
 end of the payload: namespace, key, kind, header and payload, exactly as stored.
-Values that leave the machine (bundles, a shared tier) will carry an HMAC-SHA256 of
-the signed bytes, under a secret the user configures, in the trailing signature
-field (32 bytes); a reader holding the secret will refuse a value whose signature is
-missing or wrong. Nothing signs yet, so this reader refuses any signature it is
-given rather than pass off a value it cannot check as checked.
+Values that leave the machine (bundles, the shared tier) carry an HMAC-SHA256 of the
+signed bytes in the trailing signature field (:mod:`.signing`); the receiving side
+checks it and keeps the value unsigned (:func:`split_signature`,
+:func:`with_signature`). The local store holds unsigned values only, so
+:func:`decode_artifact` refuses any signature rather than pass off a value it did
+not check as checked.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from cubecl_server.errors import StoreError
 
 __all__ = [
     "FORMAT_VERSION", "MAGIC", "CorruptEntry", "DecodedArtifact", "HeaderValue",
-    "MisboundEntry", "checksum", "decode_artifact", "encode_artifact",
+    "MisboundEntry", "checksum", "decode_artifact", "encode_artifact", "split_signature",
+    "with_signature",
 ]
 
 MAGIC = b"CCLA"
@@ -126,15 +128,17 @@ def encode_artifact(
     ))
 
 
-def decode_artifact(data: bytes, *, namespace: str, key: str) -> DecodedArtifact:
-    """Decode an envelope written by :func:`encode_artifact`, found under the store
-    ``namespace`` and ``key``.
+@dataclass(frozen=True)
+class _Layout:
+    """Where the parts of one envelope lie, its lengths checked against the data."""
 
-    Raises MisboundEntry when it was written for another namespace or key, and
-    CorruptEntry on anything malformed; never returns a partial artifact.
-    """
-    _check_binding(namespace, key)
-    view = memoryview(data)
+    head_end: int
+    payload_start: int
+    payload_end: int
+    signature_len: int
+
+
+def _layout(view: memoryview) -> _Layout:
     if len(view) < _PREFIX.size:
         raise CorruptEntry(f"artifact truncated: {len(view)} bytes, shorter than its prefix")
     magic, version, head_len = _PREFIX.unpack_from(view, 0)
@@ -145,19 +149,6 @@ def decode_artifact(data: bytes, *, namespace: str, key: str) -> DecodedArtifact
     head_end = _PREFIX.size + head_len
     if len(view) < head_end + _PAYLOAD_LEN.size:
         raise CorruptEntry("artifact truncated inside its header")
-    try:
-        obj = json.loads(
-            bytes(view[_PREFIX.size:head_end]).decode("utf-8"),
-            parse_constant=_reject_constant,
-        )
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise CorruptEntry(f"artifact header is not valid JSON: {exc}") from exc
-    if not isinstance(obj, dict) or set(obj) != _FIELDS:
-        raise CorruptEntry("artifact header has the wrong shape")
-    kind, header = obj["kind"], obj["header"]
-    if not isinstance(kind, str) or not kind or not isinstance(header, dict) \
-            or not isinstance(obj["namespace"], str) or not isinstance(obj["key"], str):
-        raise CorruptEntry("artifact header has the wrong shape")
     (payload_len,) = _PAYLOAD_LEN.unpack_from(view, head_end)
     start = head_end + _PAYLOAD_LEN.size
     end = start + payload_len
@@ -172,12 +163,58 @@ def decode_artifact(data: bytes, *, namespace: str, key: str) -> DecodedArtifact
             f"artifact is {len(view)} bytes, its lengths say "
             f"{end + _SIGNATURE_LEN.size + signature_len}"
         )
-    if signature_len:
-        raise CorruptEntry("artifact is signed, and this version has no secret to check "
-                           "signatures with")
+    return _Layout(head_end, start, end, signature_len)
+
+
+def split_signature(data: bytes) -> tuple[bytes, bytes]:
+    """An envelope's signed bytes (magic to the end of the payload) and its signature
+    (empty when unsigned). CorruptEntry when its lengths do not add up."""
+    view = memoryview(data)
+    layout = _layout(view)
+    signed = bytes(view[:layout.payload_end])
+    return signed, bytes(view[layout.payload_end + _SIGNATURE_LEN.size:])
+
+
+def with_signature(signed: bytes, signature: bytes) -> bytes:
+    """The envelope made of ``signed`` (as :func:`split_signature` returns it) and
+    ``signature`` (empty: an unsigned envelope, as the local store keeps them)."""
+    if len(signature) > 255:
+        raise ValueError(f"a signature is at most 255 bytes, not {len(signature)}")
+    return b"".join((signed, _SIGNATURE_LEN.pack(len(signature)), signature))
+
+
+def decode_artifact(data: bytes, *, namespace: str, key: str) -> DecodedArtifact:
+    """Decode an envelope written by :func:`encode_artifact`, found under the store
+    ``namespace`` and ``key``.
+
+    Raises MisboundEntry when it was written for another namespace or key, and
+    CorruptEntry on anything malformed or signed (a signed value is checked and
+    unsigned by :mod:`.signing` before it is decoded); never returns a partial
+    artifact.
+    """
+    _check_binding(namespace, key)
+    view = memoryview(data)
+    layout = _layout(view)
+    try:
+        obj = json.loads(
+            bytes(view[_PREFIX.size:layout.head_end]).decode("utf-8"),
+            parse_constant=_reject_constant,
+        )
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise CorruptEntry(f"artifact header is not valid JSON: {exc}") from exc
+    if not isinstance(obj, dict) or set(obj) != _FIELDS:
+        raise CorruptEntry("artifact header has the wrong shape")
+    kind, header = obj["kind"], obj["header"]
+    if not isinstance(kind, str) or not kind or not isinstance(header, dict) \
+            or not isinstance(obj["namespace"], str) or not isinstance(obj["key"], str):
+        raise CorruptEntry("artifact header has the wrong shape")
+    if layout.signature_len:
+        raise CorruptEntry("artifact is signed: a signed value is checked and unsigned "
+                           "where it arrives, never stored or decoded signed")
     if (obj["namespace"], obj["key"]) != (namespace, key):
         raise MisboundEntry(
             f"entry written for {obj['namespace']} / {obj['key']}, "
             f"found under {namespace} / {key}"
         )
-    return DecodedArtifact(kind=kind, header=header, payload=bytes(view[start:end]))
+    return DecodedArtifact(kind=kind, header=header,
+                           payload=bytes(view[layout.payload_start:layout.payload_end]))

@@ -26,10 +26,11 @@ from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.config import Config, config
 from cubecl_server.errors import CubeclError, StoreError
+from cubecl_server.launched import ACTIVE, LaunchedEntry, note
 from cubecl_server.logging import logger
 from cubecl_server.memory_management import Handle
 from cubecl_server.persistence import environment
-from cubecl_server.persistence.tune_cache import TuneCache, TuneEntry
+from cubecl_server.persistence.tune_cache import TuneCache, TuneEntry, entry_key, namespace
 from cubecl_server.tune.tunable import Tunable, TunableSet, copy_inputs, key_text
 
 __all__ = ["AutotuneError", "LocalTuner", "TuneRecord", "Tuner", "local_tuner"]
@@ -96,11 +97,15 @@ class Tuner:
     reloading the config) forgets every winner, and the next use looks again.
     """
 
-    def __init__(self, name: str, backend: str, device: str, variant: str) -> None:
+    def __init__(self, name: str, backend: str, device: str, variant: str,
+                 build_id: str) -> None:
         self.name = name
         self.backend = backend
         self.device = device
         self.variant = variant
+        self.build_id = build_id
+        """The build id of the device's kernels, which a collection of launched
+        entries groups tunings by (:mod:`cubecl_server.launched`)."""
         self.records: list[TuneRecord] = []
         """Every key this tuner resolved in this process, oldest first."""
         self._stamp = _Stamp(environment.generation(), config())
@@ -118,8 +123,21 @@ class Tuner:
             if known is not None:
                 winner = known.get(key)
                 if winner is not None:
+                    if ACTIVE:
+                        self.note(tunables, key)
                     return winner.run(client, *inputs)
-        return self._miss(client, tunables, key, inputs).run(client, *inputs)
+        winner = self._miss(client, tunables, key, inputs)
+        if ACTIVE:
+            self.note(tunables, key)
+        return winner.run(client, *inputs)
+
+    def note(self, tunables: TunableSet, key: Hashable) -> None:
+        """Note the tune cache entry of ``key`` in the open collections of launched
+        entries (none is stored with autotune off)."""
+        if config().autotune != "off":
+            note(LaunchedEntry("tuning", self.name, self.backend, self.variant, self.build_id,
+                               namespace(self.backend, self.variant, self.name),
+                               entry_key(self.device, tunables.digest, key_text(key))))
 
     def forget(self) -> None:
         """Drop every winner this tuner holds (the tune cache keeps its entries)."""
@@ -402,7 +420,8 @@ class LocalTuner:
             tuner = self._tuners.get(where)
             if tuner is None:
                 tuner = self._tuners[where] = Tuner(self.name, client.backend,
-                                                    client.device.name, variant)
+                                                    client.device.name, variant,
+                                                    client.loader.build_id)
             self._by_client[id(client)] = (weakref.ref(client), tuner)
         return tuner
 
@@ -415,8 +434,11 @@ class LocalTuner:
             # over the candidate's own is these few lookups.
             stamp = found[1]._stamp
             if stamp.generation == environment.generation() and stamp.config is config():
-                winner = stamp.winners.get(tunables, _NONE).get(tunables.key(*inputs))
+                key = tunables.key(*inputs)
+                winner = stamp.winners.get(tunables, _NONE).get(key)
                 if winner is not None:
+                    if ACTIVE:
+                        found[1].note(tunables, key)
                     return winner.run(client, *inputs)
             return found[1].execute(client, tunables, *inputs)
         return self.tuner(client).execute(client, tunables, *inputs)

@@ -19,15 +19,14 @@ from cubecl_server.backend import (
     Compiler,
     CubeDim,
     ExecutionMode,
-    StoreNames,
 )
+from cubecl_server.backends.cpu import STORE_NAMES
 from cubecl_server.backends.cpu.server import LoadedCpuKernel
 from cubecl_server.backends.cpu.validate import ENTRY_POINT, define_entry, validated_module
 from cubecl_server.ir import Kernel
 
 __all__ = ["CpuArtifactCompiler", "CpuTarget", "STORE_NAMES", "KIND"]
 
-STORE_NAMES = StoreNames(kernels="py-code", sources="py-source")
 KIND = "py-code"
 
 

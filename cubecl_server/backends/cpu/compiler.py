@@ -63,6 +63,12 @@ with ``REM`` being ``fmod``). Constants are emitted typed (``np.float32(2.5)``) 
 NumPy 2's promotion rules keep every operation in the IR's type; an integer
 constant outside its type's range wraps. NumPy's floating-point warnings are off.
 ``FMA`` is ``a * b + c`` rounded twice.
+
+Lines are NumPy's last axis: a line value is an array of shape ``(lanes, N)`` (or
+``(N,)`` where it is the same in every lane), a line array the 1-D array of its
+elements read as ``(n / N, N)`` (:func:`support.load_line`, a view of the array at
+``ABSOLUTE_POS``); elementwise operations are NumPy's, broadcasting a lane's mask or
+bool over its line.
 """
 
 from __future__ import annotations
@@ -144,8 +150,15 @@ class _Loop:
     body: str
 
 
-def _dtype(elem: ir.Elem) -> str:
-    return f"np.{elem.numpy_name}"
+def _dtype(elem: ir.Type) -> str:
+    return f"np.{ir.elem_of(elem).numpy_name}"
+
+
+def _zero(t: ir.Type) -> str:
+    """The zero of ``t``: a line of zeros for a line type."""
+    if isinstance(t, ir.Line):
+        return f"np.zeros({t.size}, {_dtype(t)})"
+    return _const(0, t)
 
 
 def _const(value: int | float | bool, elem: ir.Elem) -> str:
@@ -256,14 +269,14 @@ class _Emitter(StructuredEmitter):
         self.depth = 2
         for p in self.arrays.values():
             self.line(f"{self._py(p.name)} = arrays[{self.position[p.name]}]",
-                      f"{p.name}: Array[{p.elem.value}]")
+                      f"{p.name}: Array[{p.value_type.value}]")
         for p in self.scalars.values():
             self.line(f"{self._py(p.name)} = {_dtype(p.elem)}(scalars[{self.position[p.name]}])",
                       f"{p.name}: {p.elem.value}")
         body_start = len(self.lines)
         self.depth = 3
         for loc in k.locals:
-            self.line(f"{self._py(loc.name)} = {_const(0, loc.elem)}",
+            self.line(f"{self._py(loc.name)} = {_zero(loc.elem)}",
                       f"var {loc.name}: {loc.elem.value}")
         for sh in k.shared:
             self.line(f"{self._py(sh.name)} = np.zeros(g.ncubes * {sh.size}, {_dtype(sh.elem)})",
@@ -277,7 +290,11 @@ class _Emitter(StructuredEmitter):
         del self.lines[body_start:]
         self.depth = 2
         for (kind, name, axis), py in self.hoisted.items():
-            if kind == "len":
+            line = self.arrays[name].line if name in self.arrays else 1
+            if kind == "len" and line > 1:
+                self.line(f"{py} = _s.lines({self._py(name)}.shape[0], {line})",
+                          f"len({name}): lines of {line}")
+            elif kind == "len":
                 self.line(f"{py} = np.uint32({self._py(name)}.shape[0])", f"len({name})")
             else:
                 self.line(f"{py} = _s.extent({kind}s[{self.position[name]}], {axis})",
@@ -335,7 +352,8 @@ class _Emitter(StructuredEmitter):
                 self.uniform_locals.add(name)
             self.line(f"{py} = {v}", text)
         else:
-            self.line(f"{py} = _s.merge({mask}, {v}, {py})", text)
+            merge = "merge_line" if isinstance(self.locals[name].elem, ir.Line) else "merge"
+            self.line(f"{py} = _s.{merge}({mask}, {v}, {py})", text)
 
     def stmt_store(self, s: ir.Store) -> None:
         """A store in the active lanes."""
@@ -351,6 +369,14 @@ class _Emitter(StructuredEmitter):
         if s.array in self.local_arrays:
             self.line(f"_s.store_local({arr}, {self.local_arrays[s.array].size}, g, "
                       f"{self.expr(s.index)}, {val}, {mask}, {self.checked})", text)
+            return
+        line = self.arrays[s.array].line
+        if line > 1 and self._is_pos(s.index):
+            self.line(f"_s.store_line_pos({arr}, {line}, g, {val}, {mask})", text)
+            return
+        if line > 1:
+            self.line(f"_s.store_line({arr}, {line}, {self.expr(s.index)}, {val}, {mask}, "
+                      f"{self.checked})", text)
             return
         if self._is_pos(s.index):
             self.line(f"_s.store_pos({arr}, g, {val}, {mask})", text)
@@ -477,7 +503,7 @@ class _Emitter(StructuredEmitter):
             case ir.Var(name=n):
                 return n in self.pos_aliases
             case ir.Cast(x=x, type=t):
-                return t.is_int and t.bits >= 32 and self._is_pos(x)
+                return isinstance(t, ir.Elem) and t.is_int and t.bits >= 32 and self._is_pos(x)
         return False
 
     def _is_uniform(self, e: ir.Expr) -> bool:
@@ -533,13 +559,35 @@ class _Emitter(StructuredEmitter):
         return f"_s.bitcast({self.expr(e.x)}, {_dtype(e.type)})"
 
     def expr_select(self, e: ir.Select) -> str:
-        """``support.select``, both sides computed."""
-        return f"_s.select({self.expr(e.cond)}, {self.expr(e.a)}, {self.expr(e.b)})"
+        """``support.select``, both sides computed (one bool per lane over lines:
+        ``select_lanes``)."""
+        fn = "select_lanes" if isinstance(e.type, ir.Line) and e.cond.type is ir.Elem.BOOL \
+            else "select"
+        return f"_s.{fn}({self.expr(e.cond)}, {self.expr(e.a)}, {self.expr(e.b)})"
+
+    def expr_line_fill(self, e: ir.LineFill) -> str:
+        """``support.fill``."""
+        return f"_s.fill({self.expr(e.x)}, {e.type.size})"
+
+    def expr_line_element(self, e: ir.LineElement) -> str:
+        """``support.element``."""
+        return f"_s.element({self.expr(e.x)}, {e.index})"
+
+    def expr_line_reduce(self, e: ir.LineReduce) -> str:
+        """``support.reduce_line``."""
+        return f"_s.reduce_line({e.fn.value!r}, {self.expr(e.x)})"
 
     def expr_load(self, e: ir.Load) -> str:
         """A load in the active lanes (a view of the array where the position indexes
         it and the value is consumed)."""
         arr, mask = self._py(e.array), self.mask
+        line = self.arrays[e.array].line if e.array in self.arrays else 1
+        if line > 1 and self._is_pos(e.index):
+            fn = "view_line_pos" if self.consumed else "load_line_pos"
+            return f"_s.{fn}({arr}, {line}, g)"
+        if line > 1:
+            return (f"_s.load_line({arr}, {line}, {self.expr(e.index)}, {mask}, "
+                    f"{self.checked})")
         if e.array in self.shared:
             return (f"_s.load_shared({arr}, {self.shared[e.array].size}, g, "
                     f"{self.expr(e.index)}, {mask}, {self.checked})")
@@ -557,10 +605,10 @@ class _Emitter(StructuredEmitter):
 
     def expr_binary(self, e: ir.Binary) -> str:
         """NumPy's operators; the position compared by ``g.pos_cmp`` where it can."""
-        op, t = e.op, e.lhs.type
+        op, t = e.op, ir.elem_of(e.lhs.type)
         if op in _COMPARE:
             sym = _COMPARE[op]
-            if sym in _MIRROR and t.is_int:
+            if sym in _MIRROR and t.is_int and not isinstance(e.lhs.type, ir.Line):
                 if self._is_pos(e.lhs) and self._is_uniform(e.rhs):
                     return f"g.pos_cmp({sym!r}, {self.expr(e.rhs)})"
                 if self._is_pos(e.rhs) and self._is_uniform(e.lhs):
@@ -568,7 +616,7 @@ class _Emitter(StructuredEmitter):
             return f"({self.expr(e.lhs)} {sym} {self.expr(e.rhs)})"
         if op in (ir.BinOp.AND, ir.BinOp.OR):
             return self._logical(e)
-        a, b = self.expr(e.lhs), self.expr(e.rhs)
+        a, b = self._side(e.lhs, e.rhs), self._side(e.rhs, e.lhs)
         if op in _BITWISE:
             return f"({a} {_BITWISE[op]} {b})"
         if op in _ARITH:
@@ -587,6 +635,14 @@ class _Emitter(StructuredEmitter):
         else:
             amount = f"({b} & {_const(t.bits - 1, t)})"
         return f"({a} {'<<' if op is ir.BinOp.SHL else '>>'} {amount})"
+
+    def _side(self, e: ir.Expr, other: ir.Expr) -> str:
+        """An operand; a line filled with a value the same in every lane as that value
+        (NumPy broadcasts it over the other operand, a line, faster than a line)."""
+        if isinstance(e, ir.LineFill) and not isinstance(other, ir.LineFill) \
+                and self._is_uniform(e.x):
+            return self.expr(e.x)
+        return self.expr(e)
 
     def _logical(self, e: ir.Binary) -> str:
         """``lhs and rhs`` / ``lhs or rhs``, the right side evaluated (after the lines
@@ -614,7 +670,7 @@ class _Emitter(StructuredEmitter):
 
     def expr_math(self, e: ir.Math) -> str:
         """NumPy's functions (``fmin``/``fmax`` for the NaN rule; ``FMA`` rounded twice)."""
-        fn, t = e.fn, e.args[0].type
+        fn, t = e.fn, ir.elem_of(e.args[0].type)
         xs = [self.expr(a) for a in e.args]
         if fn is ir.MathFn.ISNAN:
             return f"np.isnan({xs[0]})"

@@ -13,8 +13,10 @@ from cubecl_server.backend import (
     Binding,
     BytesStorage,
     Capabilities,
+    CompletedEvent,
     CubeCount,
     CubeDim,
+    DeviceEvent,
     DeviceInfo,
     DeviceKind,
 )
@@ -27,7 +29,7 @@ CAPABILITIES = Capabilities(
     atomics=frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32}),
     shared_memory_bytes=64 * 1024, max_cube_dim=1024, plane_size=32, device_present=True,
     # Cubes run chunk after chunk: only the language's u32 positions bound a grid.
-    max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS),
+    max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS), line_sizes=(1, 2, 4, 8, 16),
 )
 
 LoadedCpuKernel = Callable[..., None]
@@ -73,6 +75,26 @@ class CpuServer:
 
     def sync(self) -> None:
         """Nothing to wait for: launches are synchronous."""
+
+    def fill(self, binding: Binding, value: np.generic) -> None:
+        """Set every element of the binding to ``value``."""
+        _view(binding)[:] = value
+
+    def copy(self, src: Binding, dst: Binding) -> None:
+        """Copy ``src``'s bytes into ``dst``."""
+        dst.resource[dst.offset:dst.offset + dst.size] = \
+            src.resource[src.offset:src.offset + src.size]
+
+    def record_event(self, timed: bool = False) -> DeviceEvent:
+        """Complete at once: every command ran when it was given (no device clock)."""
+        return _DONE
+
+    def read_after(self, binding: Binding, event: DeviceEvent | None) -> np.ndarray:
+        """A copy of the binding's elements: the work that wrote it has already run."""
+        return _view(binding).copy()
+
+
+_DONE = CompletedEvent()
 
 
 class CpuRuntime:

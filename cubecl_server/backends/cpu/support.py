@@ -895,3 +895,145 @@ def plane_broadcast(g: Grid, v: Value, lane: Value, size: int) -> Value:
         return v.take(src)
     sel = np.flatnonzero(ok)
     return _read(v, src[sel], sel, g.n)
+
+
+# ---------------------------------------------------------------- lines
+# A line value is an array whose last axis holds its elements: (size,) where it is the
+# same in every lane, (lanes, size) otherwise. A line array is the plain 1-D array of
+# its elements, read as (lines, size): line i is elements [i*size, i*size + size).
+
+
+def lines(n: int, size: int) -> np.uint32:
+    """How many lines of ``size`` ``n`` elements hold (the last one maybe partial)."""
+    return _u32(-(-n // size))
+
+
+def fill(x: Value, size: int) -> np.ndarray:
+    """A line of ``size`` elements, each ``x`` (per lane)."""
+    return np.repeat(np.asarray(x)[..., None], size, axis=-1)
+
+
+def element(x: np.ndarray, k: int) -> Value:
+    """Element ``k`` of the line ``x`` (per lane)."""
+    r = x[..., k]
+    return r if r.ndim else r[()]
+
+
+_REDUCE = {"sum": np.add, "min": np.fmin, "max": np.fmax}
+
+
+def reduce_line(op: str, x: np.ndarray) -> Value:
+    """The elements of the line ``x`` combined by ``op`` (``sum`` wrapping on integers;
+    ``min``/``max`` as ``fmin``/``fmax``: a NaN loses)."""
+    r = _REDUCE[op].reduce(x, axis=-1, dtype=x.dtype)
+    return r if r.ndim else r[()]
+
+
+def merge_line(m: Mask, new: Value, old: Value) -> Value:
+    """:func:`merge` of lines: ``new`` in the active lanes, ``old`` elsewhere."""
+    if m is True:
+        return new
+    if m is False:
+        return old
+    return np.where(m[:, None], new, old)
+
+
+def select_lanes(c: Value, a: Value, b: Value) -> np.ndarray:
+    """``a if c else b`` for one bool per lane and lines on both sides."""
+    return np.where(np.asarray(c)[..., None], a, b)
+
+
+def _line_flat(idx: np.ndarray, size: int) -> np.ndarray:
+    """The element indices of lines ``idx``: (lanes, size), in int64 (a u64 index past
+    that range turns negative: outside)."""
+    return idx.astype(np.int64)[:, None] * size + _iota(size)
+
+
+def _gather(arr: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """``arr[flat]``, 0 for each index outside ``arr``."""
+    ok = (flat >= 0) & (flat < arr.shape[0])
+    if ok.all():
+        return arr.take(flat)
+    out = np.zeros(flat.shape, arr.dtype)
+    out[ok] = arr.take(flat[ok])
+    return out
+
+
+def load_line(arr: np.ndarray, size: int, idx: Value, m: Mask, checked: bool) -> np.ndarray:
+    """Lines ``idx`` of ``arr`` for the active lanes (0 in the others); checked: each
+    element outside the array reads 0."""
+    if not _is_lanes(idx):
+        flat = int(idx) * size + _iota(size)
+        return _gather(arr, flat) if checked else arr[flat]
+    out = np.zeros((idx.shape[0], size), arr.dtype)
+    if m is False:
+        return out
+    sel = None if m is True else np.flatnonzero(m)
+    flat = _line_flat(idx if sel is None else idx[sel], size)
+    vals = _gather(arr, flat) if checked else arr.take(flat)
+    if sel is None:
+        return vals
+    out[sel] = vals
+    return out
+
+
+def store_line(arr: np.ndarray, size: int, idx: Value, val: Value, m: Mask,
+               checked: bool) -> None:
+    """Lines ``idx`` of ``arr`` = ``val`` for the active lanes; checked: each element
+    outside the array is dropped. Of lanes storing to one line, the last wins."""
+    if m is False:
+        return
+    v, n = np.asarray(val), arr.shape[0]
+    if not _is_lanes(idx):
+        line = v if v.ndim == 1 else _last(v, m)
+        flat = int(idx) * size + _iota(size)
+        if checked:
+            ok = (flat >= 0) & (flat < n)
+            arr[flat[ok]] = np.broadcast_to(line, (size,))[ok]
+        else:
+            arr[flat] = line
+        return
+    sel = None if m is True else np.flatnonzero(m)
+    flat = _line_flat(idx, size)
+    vals = np.broadcast_to(v, flat.shape)
+    if sel is not None:
+        flat, vals = flat[sel], vals[sel]
+    if checked:
+        ok = (flat >= 0) & (flat < n)
+        flat, vals = flat[ok], vals[ok]
+    # NumPy assigns repeated indices in order: the last lane wins.
+    arr[flat.reshape(-1)] = vals.reshape(-1)
+
+
+def view_line_pos(arr: np.ndarray, size: int, g: Grid) -> np.ndarray:
+    """Lines ``ABSOLUTE_POS`` of ``arr``: a (lanes, size) view where they are all in
+    the array; elements past its end read 0 (in both modes, as :func:`view_pos`)."""
+    lo, hi, n = g.p0 * size, (g.p0 + g.n) * size, arr.shape[0]
+    if hi <= n:
+        return arr[lo:hi].reshape(g.n, size)
+    out = np.zeros(g.n * size, arr.dtype)
+    if lo < n:
+        out[:n - lo] = arr[lo:]
+    return out.reshape(g.n, size)
+
+
+def load_line_pos(arr: np.ndarray, size: int, g: Grid) -> np.ndarray:
+    """:func:`view_line_pos` as a value of its own (safe to keep past later stores)."""
+    hi = (g.p0 + g.n) * size
+    view = view_line_pos(arr, size, g)
+    return view.copy() if hi <= arr.shape[0] else view
+
+
+def store_line_pos(arr: np.ndarray, size: int, g: Grid, val: Value, m: Mask) -> None:
+    """Lines ``ABSOLUTE_POS`` of ``arr`` = ``val`` for the active lanes, as one slice
+    assignment; elements past the end are dropped (in both modes, as :func:`store_pos`)."""
+    lo = g.p0 * size
+    k = min(g.n * size, arr.shape[0] - lo)
+    if k <= 0 or m is False:
+        return
+    dst = arr[lo:lo + k]
+    v = np.broadcast_to(val, (g.n, size)).reshape(-1)[:k]
+    if m is True:
+        dst[...] = v
+    else:
+        np.copyto(dst, v, where=np.repeat(m, size)[:k])

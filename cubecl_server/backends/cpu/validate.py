@@ -77,7 +77,9 @@ SUPPORT_NAMES = frozenset({
     "bitcast", "count_ones", "reverse_bits", "leading_zeros", "trailing_zeros",
     "find_first_set", "mul_hi", "saturating", "plane_min", "plane_prod", "plane_all",
     "plane_any", "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot",
-    "plane_shuffle_xor",
+    "plane_shuffle_xor", "lines", "fill", "element", "reduce_line", "merge_line",
+    "select_lanes", "load_line", "store_line", "view_line_pos", "load_line_pos",
+    "store_line_pos",
 })
 """What generated code reads from ``_s`` (the support module): its helpers."""
 
@@ -88,9 +90,10 @@ GRID_NAMES = frozenset({"pos_cmp", "ncubes", "n"}) | frozenset(
 the cube count and the lane count (the two plane builtins are emitted without it)."""
 
 STRINGS = frozenset({"ignore", "<", "<=", ">", ">=", "inf", "-inf", "nan"}) | frozenset(
-    op.value for op in ir.AtomicOp)
+    op.value for op in ir.AtomicOp) | frozenset(fn.value for fn in ir.ReduceFn)
 """The string constants generated code holds besides docstrings: the errstate
-setting, the bounds test's operators, non-finite floats and atomic operations."""
+setting, the bounds test's operators, non-finite floats, atomic operations and line
+reductions."""
 
 KEYWORDS = frozenset({"all", "old"})
 """The keyword arguments generated code passes (``errstate(all=...)``, ``old=False``)."""

@@ -34,7 +34,10 @@ from cubecl_server.conformance.plugin import Subject
 from cubecl_server.errors import ArtifactRejected, CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.persistence import environment
+from cubecl_server.launched import collect
+from cubecl_server.persistence import SqliteStore, environment
+from cubecl_server.persistence.bundle import Place, Target, export_bundle, import_bundle
+from cubecl_server.persistence.signing import Secret
 from cubecl_server.plugins.registry import registry
 
 pytestmark = pytest.mark.usefixtures("cubecl_isolated")
@@ -295,6 +298,41 @@ class TestStore:
             f"{lowering.relative_to(root.parent)} (its Compiler's module) changed: the "
             "build id must hash the content of every source file of the package, "
             "artifacts lowered by the old code would be served to the new")
+
+
+class TestBundle:
+    """What a fleet relies on: a bundle of what one machine launched lets another run
+    it without compiling."""
+
+    def test_bundle_of_what_was_launched_runs_elsewhere_without_compiling(
+            self, cubecl_subject: Subject, cubecl_isolated: Path,
+            monkeypatch: pytest.MonkeyPatch) -> None:
+        secret = Secret(b"conformance-fleet-secret", "conformance")
+        dims = (32, DIM)
+        c = _client(cubecl_subject)
+        with collect() as collection:
+            first = [_launch(c, d) for d in dims]
+        assert first == [["compiled"]] * 2, f"a fresh cache gave {first}"
+        targets = collection.targets()
+        assert targets == [(c.backend, c.loader.artifact_compiler.variant,
+                            c.loader.build_id)], (
+            f"backend {c.backend!r}: the launched kernels were noted for {targets}")
+        bundle = cubecl_isolated.parent / "conformance.bundle"
+        manifest, missing = export_bundle(
+            bundle, SqliteStore.open(environment_database()), Target(*targets[0]),
+            [Place(e.kind, e.name, e.namespace, e.key) for e in collection.entries], secret)
+        assert not missing and len(manifest.entries) == 2, (
+            f"backend {c.backend!r}: the store lacked {missing} of what was launched")
+        # Another machine: an empty cache, the bundle imported into it.
+        monkeypatch.setenv("CUBECL_CACHE_DIR", str(cubecl_isolated.parent / "elsewhere"))
+        reload_config()
+        report = import_bundle(bundle, SqliteStore.open(environment_database()),
+                               Target(*targets[0]), secret)
+        assert len(report.imported) == 2 and not report.problems, report.problems
+        outcomes = [_launch(_client(cubecl_subject), d) for d in dims]
+        assert outcomes == [["loaded"]] * 2, (
+            f"backend {c.backend!r}: a fresh cache holding the bundle gave {outcomes}, "
+            "expected every kernel loaded (zero compilations)")
 
 
 class _RejectingTarget:

@@ -6,21 +6,66 @@ Without a GPU the backend cannot launch (``cubecl-server backends`` lists it as
 :class:`CompileOnlyServer` (what ``create_client("cuda", compile_only=True)`` builds
 on: a server whose compile path is real and whose memory and launches are refused) and
 :func:`compile_only_capabilities`, none of which needs a device.
+
+The names below load their modules on first use: discovery imports this package in
+every process, which must not pay for NVRTC's bindings or the lowering unless the
+``cuda`` backend is used.
 """
 
-from cubecl_cuda.artifact import (
-    ENV_ARCH,
-    CompileOnlyTarget,
-    CudaArtifactCompiler,
-    compile_only_archs,
-    compile_only_compiler,
-)
-from cubecl_cuda.capabilities import compile_only_capabilities
-from cubecl_cuda.compile_only import CompileOnlyServer
-from cubecl_cuda.compiler import CudaCompiler
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from cubecl_server.backend import StoreNames
+
+if TYPE_CHECKING:
+    from cubecl_cuda.artifact import (
+        ENV_ARCH,
+        CompileOnlyTarget,
+        CudaArtifactCompiler,
+        compile_only_archs,
+        compile_only_compiler,
+    )
+    from cubecl_cuda.capabilities import compile_only_capabilities
+    from cubecl_cuda.compile_only import CompileOnlyServer
+    from cubecl_cuda.compiler import CudaCompiler
 
 __all__ = [
+    "BACKEND", "STORE_NAMES",
     "ENV_ARCH", "CompileOnlyTarget", "CudaArtifactCompiler", "CudaCompiler",
     "compile_only_archs", "compile_only_compiler",
     "CompileOnlyServer", "compile_only_capabilities",
 ]
+
+BACKEND = "cuda"
+"""The backend name the plugin registers."""
+
+STORE_NAMES = StoreNames(kernels="cuda-cubin", sources="cuda-source")
+"""The names of the cuda store's two maps: cubin and PTX by kernel, and by source."""
+
+_MODULE_OF = {
+    "ENV_ARCH": "cubecl_cuda.artifact",
+    "CompileOnlyTarget": "cubecl_cuda.artifact",
+    "CudaArtifactCompiler": "cubecl_cuda.artifact",
+    "compile_only_archs": "cubecl_cuda.artifact",
+    "compile_only_compiler": "cubecl_cuda.artifact",
+    "compile_only_capabilities": "cubecl_cuda.capabilities",
+    "CompileOnlyServer": "cubecl_cuda.compile_only",
+    "CudaCompiler": "cubecl_cuda.compiler",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        # AttributeError, not ImportError: `from cubecl_cuda import nvrtc` then
+        # imports the submodule.
+        raise AttributeError(f"module 'cubecl_cuda' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cubecl_cuda import nvrtc
+from cubecl_cuda import STORE_NAMES, nvrtc
 from cubecl_cuda.compiler import CudaCompiler, KernelRepr, Param
 from cubecl_server.backend import (
     Artifact,
@@ -39,7 +39,6 @@ from cubecl_server.backend import (
     CompiledKernel,
     CubeDim,
     ExecutionMode,
-    StoreNames,
 )
 from cubecl_server.ir import Kernel
 
@@ -53,7 +52,6 @@ __all__ = [
 ]
 
 KIND = "cuda-cubin"
-STORE_NAMES = StoreNames(kernels="cuda-cubin", sources="cuda-source")
 ENV_ARCH = "CUBECL_CUDA_ARCH"
 """Names the architecture(s) to compile for without a device: ``sm_90``, or a comma
 separated list for compile-only runs (``sm_80,sm_90``)."""

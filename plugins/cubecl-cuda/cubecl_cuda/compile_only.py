@@ -15,6 +15,7 @@ it with the same parts, loader and store as any other.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -24,6 +25,7 @@ from cubecl_cuda.artifact import default_arch, parse_arch
 from cubecl_cuda.capabilities import compile_only_capabilities
 from cubecl_cuda.runtime import NO_DEVICE
 from cubecl_cuda.storage import ALIGNMENT, CudaStorageId
+from cubecl_cuda.tma import arch_has_tma
 from cubecl_server.backend import (
     BackendUnavailable,
     Binding,
@@ -68,7 +70,8 @@ class CompileOnlyServer:
         self.arch = parse_arch(arch) if arch else default_arch()
         self.device = DeviceInfo("cuda", 0, f"compile-only ({self.arch}, no GPU)",
                                  DeviceKind.VIRTUAL, vendor="NVIDIA")
-        self.capabilities = compile_only_capabilities()
+        self.capabilities = dataclasses.replace(compile_only_capabilities(),
+                                                tma=arch_has_tma(self.arch))
         self.storage = _NoStorage()
 
     def read(self, binding: Binding) -> np.ndarray:

@@ -21,7 +21,11 @@ warp (32 units). What the dialect chooses where the emitter leaves it open: ``f1
 ``__half``, its math computed in ``f32`` and rounded once (as NumPy does for
 ``float16``); literals are exact (hexadecimal, or bit patterns for NaN and the
 infinities); atomics are CUDA's (64-bit signed ones through ``unsigned long long``);
-plane operations are the prelude's. What is refused is what CUDA lacks: a block of
+plane operations are the prelude's. Lines of 2 and 4 ``f32``, ``i32`` and ``u32`` are
+CUDA's vector types (``float4``, ``int2``, ``uint4``, made by ``make_float4``...); the
+other lines (8 and 16, and the other element types) are the emitter's struct of an
+array; CUDA's vector types have no operators, so every operation on a line is a helper
+acting on each element. What is refused is what CUDA lacks: a block of
 more than :data:`MAX_CUBE_DIM` threads. The device's limit on shared memory (48 KiB of
 static shared memory per block) is NVRTC's to enforce, in its log.
 """
@@ -61,6 +65,8 @@ CTYPES = {
     Elem.BOOL: "bool",
 }
 """The C++ type of each IR element type."""
+# The element types whose lines of 2 and 4 are CUDA's vector types, by their stem.
+_VECTORS = {Elem.F32: "float", Elem.I32: "int", Elem.U32: "uint"}
 
 # How a scalar parameter crosses the launch when its C++ type is awkward to pack.
 _SCALAR_WIRE = {Elem.F16: ("unsigned short", "uint16", "__ushort_as_half(w_{0})"),
@@ -159,6 +165,7 @@ class CudaDialect(StandardC):
     bool_memory = "unsigned char"
     int_suffixes: Mapping[Elem, str] = {Elem.I32: "", Elem.I64: "ll", Elem.U32: "u",
                                         Elem.U64: "ull"}
+    line_sizes = (1, 2, 4, 8, 16)
     function_prefix = "static __device__ __forceinline__ "
     barrier = "__syncthreads();"
     unroll = "#pragma unroll"
@@ -172,6 +179,27 @@ class CudaDialect(StandardC):
 
     def use_type(self, e: CEmitter, elem: Elem, what: str, memory: bool) -> None:
         """Every type has a name."""
+
+    def vector_type(self, e: CEmitter, elem: Elem, size: int) -> str | None:
+        """``float2``, ``float4``, ``int2``... ; None for the rest."""
+        name = _VECTORS.get(elem)
+        return f"{name}{size}" if name is not None and size <= 4 else None
+
+    def component(self, x: str, k: int, size: int) -> str:
+        """``.x``, ``.y``, ``.z``, ``.w``."""
+        return f"{x}.{'xyzw'[k]}"
+
+    def vector_make(self, e: CEmitter, type_name: str, parts: list[str]) -> str:
+        """``make_<type>(...)``."""
+        return f"make_{type_name}({', '.join(parts)})"
+
+    def struct_decl(self, e: CEmitter, name: str, member: str, size: int) -> str:
+        """``struct name { T v[N]; };``."""
+        return f"struct {name} {{ {member} v[{size}]; }};"
+
+    def struct_make(self, e: CEmitter, name: str, member: str, parts: list[str]) -> str:
+        """Aggregate initialisation."""
+        return f"{name}{{{{{', '.join(parts)}}}}}"
 
     def float_literal(self, value: float, elem: Elem) -> str:
         """Hexadecimal where finite; bit patterns for f16 and the rest."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,7 +15,15 @@ from cubecl_cuda.artifact import LoadedCudaKernel
 from cubecl_cuda.capabilities import capabilities
 from cubecl_cuda.driver import MODULE_REJECTED, CudaError, cuda_error, status_name
 from cubecl_cuda.storage import CudaStorage
-from cubecl_server.backend import ArtifactRejected, Binding, CubeCount, CubeDim, DeviceInfo
+from cubecl_cuda.tma import arch_has_tma
+from cubecl_server.backend import (
+    ArtifactRejected,
+    Binding,
+    CubeCount,
+    CubeDim,
+    DeviceEvent,
+    DeviceInfo,
+)
 
 __all__ = ["CudaServer", "device_arch"]
 
@@ -77,8 +86,10 @@ class CudaServer:
             props = runtime.getDeviceProperties(self.index)
             self.arch = f"sm_{props['major']}{props['minor']}"
             self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.capabilities = capabilities(max_threads=int(props["maxThreadsPerBlock"]),
-                                         shared_bytes=int(props["sharedMemPerBlock"]))
+        self.capabilities = dataclasses.replace(
+            capabilities(max_threads=int(props["maxThreadsPerBlock"]),
+                         shared_bytes=int(props["sharedMemPerBlock"])),
+            tma=arch_has_tma(self.arch))
         self.storage = CudaStorage(self.index)
         self._events: list[tuple[cupy.cuda.Event, cupy.cuda.Event]] | None = None
         """Each launch's (before, after) events while timing, else None."""
@@ -198,6 +209,19 @@ class CudaServer:
                 raise cuda_error("cudaEventElapsedTime", e) from e
         return float(ms) * 1e-3
 
+    def record_event(self, timed: bool = False) -> DeviceEvent:
+        """A CUDA event recorded on the stream after the work given so far (with
+        timing only when asked: an untimed event is cheaper to record)."""
+        with self._device:
+            event = cupy.cuda.Event(disable_timing=not timed)
+            event.record(self.stream)
+        return CudaEvent(self, event, timed)
+
+    def read_after(self, binding: Binding, event: DeviceEvent | None) -> np.ndarray:
+        """A host copy of the binding; the copy is ordered on the stream, so it waits
+        for the work before it there (one stream: the event adds nothing)."""
+        return self.read(binding)
+
     def elapsed_ms(self, work: Callable[[], None]) -> float:
         """Device time of the work ``work`` puts on the stream, between two events."""
         with self._device:
@@ -210,3 +234,31 @@ class CudaServer:
             except CudaError as e:
                 raise cuda_error("cudaEventSynchronize", e) from e
             return float(cupy.cuda.get_elapsed_time(start, end))
+
+
+class CudaEvent:
+    """A :class:`~cubecl_server.backend.DeviceEvent` on a CUDA stream."""
+
+    def __init__(self, server: CudaServer, event: Any, timed: bool) -> None:
+        self._server = server
+        self.event = event
+        self.timed = timed
+
+    def wait(self) -> None:
+        """``cudaEventSynchronize``: a kernel's asynchronous fault surfaces here."""
+        with self._server._device:
+            try:
+                self.event.synchronize()
+            except CudaError as e:
+                raise cuda_error("cudaEventSynchronize", e) from e
+
+    def done(self) -> bool:
+        """``cudaEventQuery``."""
+        return bool(self.event.done)
+
+    def seconds_since(self, start: DeviceEvent) -> float | None:
+        """``cudaEventElapsedTime`` from ``start``, both timed; else None."""
+        if not (self.timed and isinstance(start, CudaEvent) and start.timed):
+            return None
+        with self._server._device:
+            return float(cupy.cuda.get_elapsed_time(start.event, self.event)) * 1e-3

@@ -42,6 +42,9 @@ What the dialect chooses where the emitter leaves it open:
   ``sub_group_reduce_max`` and ``sub_group_broadcast``, whose lane must be the same
   across the plane (OpenCL requires it), and which every unit of the plane must reach.
 - ``unroll`` becomes ``#pragma unroll``.
+- Lines are OpenCL C's vectors (``float4``, ``uint8``...: sizes 2, 4, 8 and 16), read
+  and written whole with ``vloadN``/``vstoreN``; a line of bools, which OpenCL C has no
+  vector for, is the emitter's struct.
 """
 
 from __future__ import annotations
@@ -183,6 +186,8 @@ class OpenclDialect(StandardC):
     unroll = "#pragma unroll"
     shared_space = "__local "
     f32_suffix = ""  # the built-ins are overloaded
+    line_sizes = (1, 2, 4, 8, 16)
+    vector_ops = True
 
     def use_type(self, e: CEmitter, elem: Elem, what: str, memory: bool) -> None:
         """f64 and f16 are extensions."""
@@ -208,6 +213,43 @@ class OpenclDialect(StandardC):
             return self.bitcast(e, f"(({self.types[UNSIGNED[dst]]})({x}))", UNSIGNED[dst],
                                 dst)
         return super().cast(e, x, src, dst)
+
+    def vector_type(self, e: CEmitter, elem: Elem, size: int) -> str | None:
+        """``<type>N``; None for bool (no bool vectors in OpenCL C)."""
+        return None if elem is Elem.BOOL else f"{self.types[elem]}{size}"
+
+    def component(self, x: str, k: int, size: int) -> str:
+        """``x.s0`` ... ``x.sf``."""
+        return f"{x}.s{k:x}"
+
+    def vector_make(self, e: CEmitter, type_name: str, parts: list[str]) -> str:
+        """A vector literal."""
+        return f"(({type_name})({', '.join(parts)}))"
+
+    def vector_fill(self, e: CEmitter, type_name: str, x: str) -> str | None:
+        """A vector literal of one value (OpenCL C fills every element with it)."""
+        return f"(({type_name})({x}))"
+
+    def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
+                  t: ir.Line) -> str:
+        """StandardC's helper, reading a whole line with ``vloadN``."""
+        if t.elem is Elem.BOOL:
+            return super().load_line(e, array, index, index_type, t)
+        ut = e.ctype(index_type)
+        space = "local" if array.shared else "private" if array.local else "global"
+        name = (f"cc_load_{t.elem.value}x{t.size}_{space}_{index_type.value}"
+                f"{'_checked' if e.checked else ''}")
+        e.helper(name, lambda: e.function(
+            e.ctype(t), name, [(self.pointer(e, array, True), "a"), (ut, "n"), (ut, "i")],
+            e.line_load_body(t, index_type, lambda j: f"a[{j}]", f"vload{t.size}(i, a)")))
+        return f"{name}({array.text}, {e.bound(array, index_type)}, {index})"
+
+    def store_whole_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
+                         value: str, t: ir.Line) -> str | None:
+        """``vstoreN``."""
+        if t.elem is Elem.BOOL:
+            return None
+        return f"vstore{t.size}({value}, {index}, {array.text});"
 
     def bitcast(self, e: CEmitter, x: str, src: Elem, dst: Elem) -> str:
         """``as_<type>``."""

@@ -116,7 +116,7 @@ def capabilities_of(f: DeviceFeatures) -> Capabilities:
         plane_size=f.subgroup_size if f.subgroups else None, device_present=True,
         # OpenCL bounds a work-group count by size_t only; the language's u32
         # positions bound a launch long before that.
-        max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS),
+        max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS), line_sizes=(1, 2, 4, 8, 16),
     )
 
 

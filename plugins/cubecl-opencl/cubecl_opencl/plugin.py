@@ -1,28 +1,30 @@
 """The ``opencl`` backend's plugin: its descriptor, the same contract the cpu backend meets.
 
-PyOpenCL is imported only when an opencl client is made (or its devices listed), so
-a machine without it still discovers the plugin and reports the backend unavailable.
+Discovery imports this module in every process, whichever backend it uses: the
+backend's parts (and PyOpenCL) are imported by the factories, when an opencl client
+is made or its devices listed, so a machine without PyOpenCL still discovers the
+plugin and reports the backend unavailable.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from cubecl_server.backend import (
-    ArtifactStore,
-    BackendDescriptor,
-    BackendUnavailable,
-    Compiler,
-    ComputeServer,
-    Runtime,
-    hookimpl,
-)
+from cubecl_server.backend import BackendDescriptor, BackendUnavailable, hookimpl
 
 from . import BACKEND, STORE_NAMES
-from .compiler import OpenclCompiler
 
 if TYPE_CHECKING:
+    from cubecl_server.backend import (
+        ArtifactStore,
+        Capabilities,
+        Compiler,
+        ComputeServer,
+        Runtime,
+    )
+
     from .artifact import OpenclArtifactCompiler, OpenclTarget
+    from .compiler import OpenclCompiler
     from .server import OpenclServer
 
 __all__ = ["cubecl_server_register_backends", "opencl_runtime"]
@@ -38,12 +40,19 @@ def opencl_runtime() -> Runtime:
     return OpenclRuntime()
 
 
+def _compiler(capabilities: Capabilities) -> OpenclCompiler:
+    """IR to OpenCL C 1.2."""
+    from .compiler import OpenclCompiler
+
+    return OpenclCompiler()
+
+
 def _artifact_compiler(compiler: Compiler, server: ComputeServer) -> OpenclArtifactCompiler:
     """OpenCL C to a program binary for the server's device."""
     from .artifact import OpenclArtifactCompiler
 
     cl_server = cast("OpenclServer", server)
-    return OpenclArtifactCompiler(cast(OpenclCompiler, compiler), cl_server.cl_device,
+    return OpenclArtifactCompiler(cast("OpenclCompiler", compiler), cl_server.cl_device,
                                   cl_server.features)
 
 
@@ -59,7 +68,6 @@ def _target(server: ComputeServer, store: ArtifactStore | None) -> OpenclTarget:
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
     """The ``opencl`` backend: IR to OpenCL C, built into program binaries."""
     return [BackendDescriptor(
-        name=BACKEND, package="cubecl_opencl", runtime=opencl_runtime,
-        compiler=lambda capabilities: OpenclCompiler(),
+        name=BACKEND, package="cubecl_opencl", runtime=opencl_runtime, compiler=_compiler,
         artifact_compiler=_artifact_compiler, target=_target, store_names=STORE_NAMES,
     )]

@@ -8,7 +8,14 @@ from functools import lru_cache
 import numpy as np
 import pyopencl as cl
 
-from cubecl_server.backend import Binding, Capabilities, CubeCount, CubeDim, DeviceInfo
+from cubecl_server.backend import (
+    Binding,
+    Capabilities,
+    CubeCount,
+    CubeDim,
+    DeviceEvent,
+    DeviceInfo,
+)
 
 from . import BACKEND
 from .artifact import LoadedKernel
@@ -109,6 +116,8 @@ class OpenclServer:
         self._profiling_queue: cl.CommandQueue | None = None
         self._events: list[cl.Event] | None = None
         """The launches' events while timing, else None."""
+        self._read_queue: cl.CommandQueue | None = None
+        """Where reads that wait for one event go (made on the first)."""
 
     def read(self, binding: Binding) -> np.ndarray:
         """A host copy of the binding's elements (waits for the work before it)."""
@@ -133,12 +142,12 @@ class OpenclServer:
                 raise cl_error("clEnqueueWriteBuffer", e) from e
 
     def launch(self, kernel: LoadedKernel, count: CubeCount, dim: CubeDim,
-               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
+               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> OpenclEvent | None:
         """Set the kernel's arguments (buffers, offsets, lengths, shapes, scalars) and
-        enqueue ``count`` work groups of ``dim``."""
+        enqueue ``count`` work groups of ``dim``; the launch's event."""
         x, y, z = count.x, count.y, count.z
         if not (x and y and z):
-            return  # an empty grid runs nothing; OpenCL 1.2 refuses a zero global size
+            return None  # an empty grid runs nothing; OpenCL 1.2 refuses a zero global size
         dx, dy, dz = dim.x, dim.y, dim.z
         try:
             event = kernel.enqueue(self.queue, (x * dx, y * dy, z * dz), (dx, dy, dz),
@@ -147,20 +156,69 @@ class OpenclServer:
             raise cl_error("clEnqueueNDRangeKernel", e) from e
         if self._events is not None:
             self._events.append(event)
+        return OpenclEvent(event, False)
 
     def sync(self) -> None:
-        """Wait until every launched command has finished."""
+        """Wait until every launched command has finished (and leave the profiling
+        queue a timed event switched to, unless a DeviceTimer window is open)."""
         try:
             self.queue.finish()
         except cl.Error as e:
             raise cl_error("clFinish", e) from e
+        if self._events is None:
+            self.queue = self._plain_queue
 
-    def start_timing(self) -> None:
-        """Time every launch from now on: finish the work before, then send commands
-        to the profiling queue and keep each launch's event."""
-        if self._events is not None:
-            raise RuntimeError("start_timing while already timing")
-        self.sync()
+    def fill(self, binding: Binding, value: np.generic) -> None:
+        """``clEnqueueFillBuffer`` with ``value`` as the pattern."""
+        if not binding.size:
+            return
+        try:
+            cl.enqueue_fill_buffer(self.queue, binding.resource, np.asarray(value)[()],
+                                   binding.offset, binding.size)
+        except cl.Error as e:
+            raise cl_error("clEnqueueFillBuffer", e) from e
+
+    def copy(self, src: Binding, dst: Binding) -> None:
+        """``clEnqueueCopyBuffer`` from ``src`` to ``dst``."""
+        if not src.size:
+            return
+        try:
+            cl.enqueue_copy(self.queue, dst.resource, src.resource, byte_count=src.size,
+                            src_offset=src.offset, dst_offset=dst.offset)
+        except cl.Error as e:
+            raise cl_error("clEnqueueCopyBuffer", e) from e
+
+    def record_event(self, timed: bool = False) -> DeviceEvent:
+        """A marker after the work enqueued so far; ``timed`` moves the work to the
+        profiling queue first (finishing the plain one, so the order holds) until the
+        next ``sync``."""
+        if timed and self.queue is not self._profiling():
+            self.queue.finish()
+            self.queue = self._profiling()
+        try:
+            return OpenclEvent(cl.enqueue_marker(self.queue), timed)
+        except cl.Error as e:
+            raise cl_error("clEnqueueMarkerWithWaitList", e) from e
+
+    def read_after(self, binding: Binding, event: DeviceEvent | None) -> np.ndarray:
+        """A host copy of the binding once ``event`` is complete: on a queue of its own
+        that waits for that event alone, not for later work on the main queue. With
+        no event, as :meth:`read`."""
+        if not isinstance(event, OpenclEvent):
+            return self.read(binding)
+        out = np.empty(binding.size // (binding.elem.bits // 8), binding.elem.numpy_name)
+        if out.size:
+            if self._read_queue is None:
+                self._read_queue = cl.CommandQueue(self.context, self.cl_device)
+            try:
+                cl.enqueue_copy(self._read_queue, out, binding.resource,
+                                src_offset=binding.offset, wait_for=[event.event],
+                                is_blocking=True)
+            except cl.Error as e:
+                raise cl_error("clEnqueueReadBuffer", e) from e
+        return out
+
+    def _profiling(self) -> cl.CommandQueue:
         if self._profiling_queue is None:
             try:
                 self._profiling_queue = cl.CommandQueue(
@@ -168,7 +226,15 @@ class OpenclServer:
                     properties=cl.command_queue_properties.PROFILING_ENABLE)
             except cl.Error as e:
                 raise cl_error("clCreateCommandQueue", e) from e
-        self.queue = self._profiling_queue
+        return self._profiling_queue
+
+    def start_timing(self) -> None:
+        """Time every launch from now on: finish the work before, then send commands
+        to the profiling queue and keep each launch's event."""
+        if self._events is not None:
+            raise RuntimeError("start_timing while already timing")
+        self.sync()
+        self.queue = self._profiling()
         self._events = []
 
     def stop_timing(self) -> float:
@@ -188,3 +254,35 @@ class OpenclServer:
         finally:
             self._events = None
             self.queue = self._plain_queue
+
+
+class OpenclEvent:
+    """A :class:`~cubecl_server.backend.DeviceEvent`: an OpenCL event, with the
+    device's clock when it was enqueued on a profiling queue."""
+
+    __slots__ = ("event", "timed")
+
+    def __init__(self, event: cl.Event, timed: bool) -> None:
+        self.event = event
+        self.timed = timed
+
+    def wait(self) -> None:
+        """``clWaitForEvents``."""
+        try:
+            self.event.wait()
+        except cl.Error as e:
+            raise cl_error("clWaitForEvents", e) from e
+
+    def done(self) -> bool:
+        """Whether the command reached ``CL_COMPLETE``."""
+        return bool(self.event.command_execution_status == cl.command_execution_status.COMPLETE)
+
+    def seconds_since(self, start: DeviceEvent) -> float | None:
+        """``CL_PROFILING_COMMAND_END`` of this event less that of ``start``, both
+        timed; else None."""
+        if not (self.timed and isinstance(start, OpenclEvent) and start.timed):
+            return None
+        try:
+            return (self.event.profile.end - start.event.profile.end) * 1e-9
+        except cl.Error as e:
+            raise cl_error("clGetEventProfilingInfo", e) from e

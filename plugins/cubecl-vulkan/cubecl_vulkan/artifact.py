@@ -29,10 +29,9 @@ from cubecl_server.backend import (
     CubeDim,
     DriverError,
     ExecutionMode,
-    StoreNames,
 )
 from cubecl_server.ir import Kernel
-from cubecl_vulkan import glslang
+from cubecl_vulkan import STORE_NAMES, glslang
 from cubecl_vulkan.compiler import ShaderLayout, VulkanCompiler
 from cubecl_vulkan.device import BACKEND, PhysicalDevice
 from cubecl_vulkan.pipeline import LoadedKernel, build_pipeline, spirv_problem
@@ -41,7 +40,6 @@ from cubecl_vulkan.server import VulkanServer
 __all__ = ["KIND", "STORE_NAMES", "VulkanArtifactCompiler", "VulkanTarget"]
 
 KIND = "spirv"
-STORE_NAMES = StoreNames(kernels="spirv", sources="glsl")
 
 _CONTEXT_LINES = 2
 

@@ -39,6 +39,13 @@ C's ``fmod``, exact. f16 transcendental functions are evaluated in f32; f64 ones
 (GLSL has none for double but ``sqrt``, ``roundEven``, ``trunc``...) are written here
 in double precision (see ``_f64_helpers``: a few ulp).
 
+Lines of 2 and 4 are GLSL's vectors (``vec4``, ``dvec2``, ``ivec4``, ``uvec4``,
+``bvec4``, ``i64vec4``, ``f16vec4``...), with their operators where GLSL's have the IR's
+meaning (``+ - * /``, the bitwise ones); lines of 8 and 16, which GLSL has no vector
+for, are the emitter's struct of an array. A line load or store reads or writes the
+buffer's elements one by one (the buffer stays an array of elements), through a
+function per array like a checked load.
+
 Device-dependent parts come from :class:`ShaderFeatures`: f64 needs
 ``shaderFloat64``, i64/u64 ``shaderInt64``, f16 ``shaderFloat16`` plus 16-bit
 storage, bool arrays 8-bit storage, 64-bit atomics the Int64Atomics features, f32
@@ -79,6 +86,9 @@ B = ir.BuiltinName
 _TYPES = {Elem.F16: "float16_t", Elem.F32: "float", Elem.F64: "double",
           Elem.I32: "int", Elem.I64: "int64_t", Elem.U32: "uint",
           Elem.U64: "uint64_t", Elem.BOOL: "bool"}
+# The prefix of GLSL's vector of each element type (``vec4``, ``ivec2``...).
+_VECTORS = {Elem.F16: "f16vec", Elem.F32: "vec", Elem.F64: "dvec", Elem.I32: "ivec",
+            Elem.I64: "i64vec", Elem.U32: "uvec", Elem.U64: "u64vec", Elem.BOOL: "bvec"}
 # C math functions GLSL has for float (f32) arguments with the IR's meaning, and
 # accurate enough on the drivers measured (lavapipe: tan, exp2 within 3e-7 relative).
 _GLSL_FNS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "inversesqrt",
@@ -810,6 +820,8 @@ class GlslDialect(StandardC):
     signed_wraps = True
     barrier = "groupMemoryBarrier(); barrier();"  # orders shared and buffer memory, waits
     unroll = "[[unroll]]"
+    line_sizes = (1, 2, 4, 8, 16)
+    vector_ops = True
 
     def __init__(self, features: ShaderFeatures) -> None:
         self.f = features
@@ -973,6 +985,40 @@ class GlslDialect(StandardC):
             f"{mt} {name}({params}) {{ return i < {bound} ? "
             f"{self.subscript(array, 'i', index_type)} : {zero}; }}"))
         return f"{name}({array.text + ', ' if array.local else ''}{index})"
+
+    def vector_type(self, e: CEmitter, elem: Elem, size: int) -> str | None:
+        """GLSL's vectors of 2 and 4; None past 4."""
+        return f"{_VECTORS[elem]}{size}" if size <= 4 else None
+
+    def component(self, x: str, k: int, size: int) -> str:
+        """``x.x``, ``x.y``, ``x.z``, ``x.w``."""
+        return f"{x}.{'xyzw'[k]}"
+
+    def vector_make(self, e: CEmitter, type_name: str, parts: list[str]) -> str:
+        """A constructor."""
+        return f"{type_name}({', '.join(parts)})"
+
+    def vector_fill(self, e: CEmitter, type_name: str, x: str) -> str | None:
+        """A constructor of one value (GLSL fills every element with it)."""
+        return f"{type_name}({x})"
+
+    def struct_decl(self, e: CEmitter, name: str, member: str, size: int) -> str:
+        """``struct name { T v[N]; };``."""
+        return f"struct {name} {{ {member} v[{size}]; }};"
+
+    def struct_make(self, e: CEmitter, name: str, member: str, parts: list[str]) -> str:
+        """The struct's constructor from an array constructor."""
+        return f"{name}({member}[{len(parts)}]({', '.join(parts)}))"
+
+    def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
+                  t: ir.Line) -> str:
+        """A function per array and index type (GLSL has no pointers to pass)."""
+        it = e.ctype(index_type)
+        name = f"ldl_{array.text}_{index_type.value}"
+        e.helper(name, lambda: e.function(
+            e.ctype(t), name, [(it, "n"), (it, "i")],
+            e.line_load_body(t, index_type, lambda j: self.subscript(array, j, index_type))))
+        return f"{name}({e.bound(array, index_type)}, {index})"
 
     def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
                operands: list[str]) -> str:

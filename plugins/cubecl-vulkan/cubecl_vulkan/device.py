@@ -27,6 +27,7 @@ from cubecl_server.backend import (
     driver_error,
 )
 from cubecl_server.ir import Elem
+from cubecl_vulkan import BACKEND
 from cubecl_vulkan.compiler import ShaderFeatures
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "physical_devices", "VulkanDevice",
 ]
 
-BACKEND = "vulkan"
 ENV_DEVICE = "CUBECL_VULKAN_DEVICE"
 """Picks the physical device: an index into the list, or a part of its name."""
 
@@ -156,7 +156,7 @@ class PhysicalDevice:
             f64=f.float64, f16=f.float16, int64=f.int64, atomics=frozenset(atomics),
             shared_memory_bytes=f.max_shared_bytes, max_cube_dim=f.max_invocations,
             plane_size=f.subgroup_size if f.subgroups else None, device_present=True,
-            max_cube_count=self.max_cube_count())
+            max_cube_count=self.max_cube_count(), line_sizes=(1, 2, 4, 8, 16))
 
     def max_cube_count(self) -> tuple[int, int, int]:
         """Cubes per axis a launch may have: the server folds an axis past

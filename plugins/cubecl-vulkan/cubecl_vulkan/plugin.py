@@ -1,17 +1,53 @@
-"""The ``vulkan`` backend's plugin: its descriptor (the same contract the core's cpu meets)."""
+"""The ``vulkan`` backend's plugin: its descriptor (the same contract the core's cpu meets).
+
+Discovery imports this module in every process, whichever backend it uses: the
+backend's parts (and the Vulkan binding) are imported by the factories, when a
+vulkan client is made or its devices listed.
+"""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from cubecl_server.backend import BackendDescriptor, hookimpl
-from cubecl_vulkan.artifact import STORE_NAMES, VulkanArtifactCompiler, VulkanTarget
-from cubecl_vulkan.compiler import VulkanCompiler
-from cubecl_vulkan.device import BACKEND
-from cubecl_vulkan.runtime import VulkanRuntime
-from cubecl_vulkan.server import VulkanServer
+from cubecl_vulkan import BACKEND, STORE_NAMES
+
+if TYPE_CHECKING:
+    from cubecl_server.backend import ArtifactStore, Capabilities, Compiler, ComputeServer
+    from cubecl_vulkan.artifact import VulkanArtifactCompiler, VulkanTarget
+    from cubecl_vulkan.compiler import VulkanCompiler
+    from cubecl_vulkan.runtime import VulkanRuntime
+    from cubecl_vulkan.server import VulkanServer
 
 __all__ = ["cubecl_server_register_backends"]
+
+
+def _runtime() -> VulkanRuntime:
+    """The devices the Vulkan loader reports."""
+    from cubecl_vulkan.runtime import VulkanRuntime
+
+    return VulkanRuntime()
+
+
+def _compiler(capabilities: Capabilities) -> VulkanCompiler:
+    """IR to GLSL 450 compute."""
+    from cubecl_vulkan.compiler import VulkanCompiler
+
+    return VulkanCompiler()
+
+
+def _artifact_compiler(compiler: Compiler, server: ComputeServer) -> VulkanArtifactCompiler:
+    """GLSL to SPIR-V for the server's physical device."""
+    from cubecl_vulkan.artifact import VulkanArtifactCompiler
+
+    return VulkanArtifactCompiler(compiler, cast("VulkanServer", server).physical)
+
+
+def _target(server: ComputeServer, store: ArtifactStore | None) -> VulkanTarget:
+    """SPIR-V made into pipelines on the server's device, through a stored pipeline cache."""
+    from cubecl_vulkan.artifact import VulkanTarget
+
+    return VulkanTarget(cast("VulkanServer", server), store)
 
 
 @hookimpl
@@ -19,10 +55,6 @@ def cubecl_server_register_backends() -> list[BackendDescriptor]:
     """The ``vulkan`` backend: IR to GLSL 450 compute for the device's features,
     glslang to SPIR-V, SPIR-V to pipelines (through a stored pipeline cache)."""
     return [BackendDescriptor(
-        name=BACKEND, package="cubecl_vulkan", runtime=VulkanRuntime,
-        compiler=lambda capabilities: VulkanCompiler(),
-        artifact_compiler=lambda compiler, server: VulkanArtifactCompiler(
-            compiler, cast(VulkanServer, server).physical),
-        target=lambda server, store: VulkanTarget(cast(VulkanServer, server), store),
-        store_names=STORE_NAMES,
+        name=BACKEND, package="cubecl_vulkan", runtime=_runtime, compiler=_compiler,
+        artifact_compiler=_artifact_compiler, target=_target, store_names=STORE_NAMES,
     )]

@@ -7,11 +7,15 @@ waits on its fence; with nothing in flight afterwards, every per-batch resource
 (the metadata arena, freed buffers) is reclaimed at that point.
 
 Per launch, the info words (the core's ``InfoLayout``: scalars, lengths, shapes,
-strides, the cube count) are written into a host-visible arena at an aligned offset
-handed to the shader as the dynamic offset of binding 0. The array bindings do not
-change with it, so a descriptor set is cached per kernel and set of buffer ranges: a
-hot launch allocates nothing in Vulkan and makes four raw calls (bind pipeline, bind
-set, dispatch, barrier).
+strides, the cube count) live in a host-visible region at an aligned offset handed
+to the shader as the dynamic offset of binding 0. Where in the region is the core's
+:class:`~cubecl_server.metadata_cache.MetadataCache`'s answer, keyed by the words'
+bytes: a launch with the same info as an earlier one (of any kernel) reuses its
+entry and writes nothing; an entry used by recorded work is pinned until the submit
+that ran it has been waited for. The array bindings do not change with it, so a
+descriptor set is cached per kernel and set of buffer ranges: a hot launch allocates
+nothing in Vulkan and makes four raw calls (bind pipeline, bind set, dispatch,
+barrier).
 """
 
 from __future__ import annotations
@@ -21,7 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from cubecl_server.backend import Binding, CubeCount, CubeDim, DeviceInfo, fold_count
+from cubecl_server.backend import (
+    Binding,
+    CompletedEvent,
+    CubeCount,
+    CubeDim,
+    DeviceEvent,
+    DeviceInfo,
+    MetadataCache,
+    fold_count,
+)
 from cubecl_vulkan.device import PhysicalDevice, VulkanDevice, check, vk_error
 from cubecl_vulkan.pipeline import LoadedKernel
 from cubecl_vulkan.storage import VulkanBuffer, VulkanStorage
@@ -32,7 +45,8 @@ __all__ = [
 ]
 
 ARENA_BYTES = 256 * 1024
-"""Metadata arena: one batch's launches' scalars and shapes (flushed when full)."""
+"""The metadata region: the cached info words of launches (LRU; when every entry is
+in use by recorded work and a new one does not fit, the batch is submitted first)."""
 
 MAX_BATCH = 256
 """Dispatches recorded before the batch is submitted without being asked to."""
@@ -42,16 +56,13 @@ _SET_CACHE_LIMIT = 4096
 _NO_TIMEOUT = 0xFFFFFFFFFFFFFFFF
 
 
-def _round_up(n: int, a: int) -> int:
-    return -(-n // a) * a
-
-
 class VulkanServer:
     """One Vulkan device as a cubecl-server ComputeServer (see the module docstring)."""
 
     backend = "vulkan"
 
-    def __init__(self, physical: PhysicalDevice, index: int) -> None:
+    def __init__(self, physical: PhysicalDevice, index: int, *,
+                 metadata_bytes: int = ARENA_BYTES) -> None:
         self.physical = physical
         self.device: DeviceInfo = physical.info(index)
         self.capabilities = physical.capabilities
@@ -88,19 +99,29 @@ class VulkanServer:
             "srcAccessMask": vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
             "dstAccessMask": vk.VK_ACCESS_HOST_READ_BIT})
         self._offset = self.ffi.new("uint32_t[1]")
+        access = (vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_SHADER_READ_BIT
+                  | vk.VK_ACCESS_TRANSFER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT)
+        self._all_barrier = self.ffi.new("VkMemoryBarrier*", {
+            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, "srcAccessMask": access,
+            "dstAccessMask": access})
 
         self._arena: VulkanBuffer = self.storage.create_buffer(
-            ARENA_BYTES, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, host=True)
+            metadata_bytes, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, host=True)
         assert self._arena.host is not None
-        self._arena_words = self._arena.host.view(np.uint32)
-        self._arena_at = 0
-        self._align = self.storage.alignment
+        self._arena_bytes = self._arena.host
+        self.metadata = MetadataCache(metadata_bytes, self.storage.alignment)
+        """Where each launch's info words live in the region (see the module docstring)."""
+        self._scratch = np.zeros(64, np.uint32)
 
         self._pools: list[Any] = []
         self._pool_free = 0
         self._sets: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self._recording = False
         self._dispatches = 0
+        self.submits = 0
+        """Queue submits so far (each waited for by its fence)."""
+        self._batch_event: VulkanEvent | None = None
+        """The event of the batch being recorded: complete once it is submitted and waited for."""
         self.kernels: list[LoadedKernel] = []
         """Every kernel loaded on this device (destroyed by :meth:`close`)."""
 
@@ -109,6 +130,18 @@ class VulkanServer:
     def read(self, binding: Binding) -> np.ndarray:
         """A host copy of the binding's elements, once the work before it has run."""
         self.sync()
+        return self._read_now(binding)
+
+    def read_after(self, binding: Binding, event: DeviceEvent | None) -> np.ndarray:
+        """A host copy of the binding once ``event`` (the last launch that wrote it) is
+        complete: a batch recorded after that launch's is not submitted for it. With no
+        event, as :meth:`read`."""
+        if event is None:
+            return self.read(binding)
+        event.wait()
+        return self._read_now(binding)
+
+    def _read_now(self, binding: Binding) -> np.ndarray:
         buf: VulkanBuffer = binding.resource
         dtype = np.dtype(binding.elem.numpy_name)
         if buf.host is not None:
@@ -165,8 +198,9 @@ class VulkanServer:
     # ------------------------------------------------------------ launches
 
     def launch(self, kernel: LoadedKernel, count: CubeCount, dim: CubeDim,
-               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
-        """Record one dispatch of ``kernel`` over ``count`` work groups."""
+               arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> VulkanEvent | None:
+        """Record one dispatch of ``kernel`` over ``count`` work groups; the event of
+        the batch it is in."""
         layout = kernel.layout
         if (dim.x, dim.y, dim.z) != layout.local_size:
             raise ValueError(f"kernel {kernel.name!r} was compiled for cube dim "
@@ -177,12 +211,7 @@ class VulkanServer:
         if count.total == 0:
             return
         groups = fold_count(count, self.physical.max_workgroup_count)
-        meta_bytes = kernel.meta_bytes
-        if self._arena_at + meta_bytes > ARENA_BYTES:
-            self.sync()
-        at = self._arena_at
-        kernel.layout.info.pack(self._arena_words, at // 4, count, arrays, scalars)
-        self._arena_at = _round_up(at + meta_bytes, self._align)
+        at = self._info_offset(kernel, count, arrays, scalars)
         descriptor_set = self._descriptor_set(kernel, arrays)
 
         self._begin()
@@ -198,8 +227,78 @@ class VulkanServer:
                                     self._offset)
         lib.vkCmdDispatch(cmd, *groups)
         self._dispatches += 1
+        event = self._open_event()
         if self._dispatches >= MAX_BATCH:
             self.sync()
+        return event
+
+    def _open_event(self) -> VulkanEvent:
+        event = self._batch_event
+        if event is None:
+            event = self._batch_event = VulkanEvent(self)
+        return event
+
+    def record_event(self, timed: bool = False) -> DeviceEvent:
+        """An event after the work recorded so far: complete when the batch it is in
+        has been submitted and waited for (this server has no clock: ``timed`` is
+        ignored; :class:`TimedVulkanServer` has one)."""
+        return self._open_event() if self._recording else _DONE
+
+    def fill(self, binding: Binding, value: np.generic) -> None:
+        """``vkCmdFillBuffer`` for a 4-byte value over a 4-byte aligned range;
+        otherwise the repeated value written from the host."""
+        raw = np.asarray(value).tobytes()
+        if not binding.size:
+            return
+        if len(raw) != 4 or binding.offset % 4 or binding.size % 4:
+            count = binding.size // len(raw)
+            self.write(binding, np.full(count, value, dtype=binding.elem.numpy_name))
+            return
+        self._transfer_barrier()
+        self.lib.vkCmdFillBuffer(self._cmd, binding.resource.handle, binding.offset,
+                                 binding.size, int.from_bytes(raw, "little"))
+        self._transfer_barrier()
+
+    def copy(self, src: Binding, dst: Binding) -> None:
+        """``vkCmdCopyBuffer`` recorded with the launches (no wait)."""
+        if not src.size:
+            return
+        self._transfer_barrier()
+        region = self.vk.VkBufferCopy(srcOffset=src.offset, dstOffset=dst.offset,
+                                      size=src.size)
+        self.vk.vkCmdCopyBuffer(self._cmd, src.resource.handle, dst.resource.handle, 1,
+                                [region])
+        self._transfer_barrier()
+
+    def _transfer_barrier(self) -> None:
+        """Open the command buffer and order everything recorded before against
+        everything after (around a transfer: launches only order shader writes)."""
+        self._begin()
+        vk, ffi = self.vk, self.ffi
+        all_commands = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+        self.lib.vkCmdPipelineBarrier(self._cmd, all_commands, all_commands, 0, 1,
+                                      self._all_barrier, 0, ffi.NULL, 0, ffi.NULL)
+
+    def _info_offset(self, kernel: LoadedKernel, count: CubeCount, arrays: Sequence[Binding],
+                     scalars: Sequence[np.generic]) -> int:
+        """Where this launch's info words are in the region: packed, then looked up in
+        the metadata cache by their bytes, and written there only when new."""
+        words = kernel.meta_bytes // 4
+        scratch = self._scratch
+        if words > scratch.size:
+            scratch = self._scratch = np.zeros(words, np.uint32)
+        scratch[0] = 0  # a kernel with no info words still binds one
+        kernel.layout.info.pack(scratch, 0, count, arrays, scalars)
+        info = scratch[:words].tobytes()
+        found = self.metadata.lookup(info)
+        if found is None:
+            self.sync()  # every entry is in use by recorded work: run it, then evict
+            found = self.metadata.lookup(info)
+            assert found is not None
+        at, fresh = found
+        if fresh:
+            self._arena_bytes[at:at + len(info)] = np.frombuffer(info, np.uint8)
+        return at
 
     def _descriptor_set(self, kernel: LoadedKernel, arrays: Sequence[Binding]) -> Any:
         """The cached ``VkDescriptorSet[1]`` binding ``arrays`` for ``kernel``."""
@@ -316,7 +415,11 @@ class VulkanServer:
                   _NO_TIMEOUT)
             check("vkResetFences", vk.vkResetFences, dev, 1, self._fences)
             check("vkResetCommandBuffer", vk.vkResetCommandBuffer, self._cmd, 0)
-        self._arena_at = 0
+            self.submits += 1
+        if self._batch_event is not None:
+            self._batch_event.complete = True
+            self._batch_event = None
+        self.metadata.settle()
         if self.storage.reap():
             # A destroyed buffer may be named by a cached set: start the cache afresh.
             self._reset_sets()
@@ -344,6 +447,39 @@ class VulkanServer:
     def __repr__(self) -> str:
         return f"VulkanServer({self.device}, {self.storage!r})"
 
+
+class VulkanEvent:
+    """A :class:`~cubecl_server.backend.DeviceEvent`: the end of one recorded batch
+    (every submit is waited for by its fence, so a submitted batch is a finished one),
+    with the device's clock there when a :class:`TimedVulkanServer` wrote a timestamp."""
+
+    __slots__ = ("complete", "server", "ticks")
+
+    def __init__(self, server: VulkanServer) -> None:
+        self.server = server
+        self.complete = False
+        self.ticks: int | None = None
+
+    def wait(self) -> None:
+        """Submit the batch the event is in, if it still is open, and wait for it."""
+        if not self.complete:
+            self.server.sync()
+
+    def done(self) -> bool:
+        """Whether the event's batch has run."""
+        return self.complete
+
+    def seconds_since(self, start: DeviceEvent) -> float | None:
+        """The timestamps' difference from ``start``, both timed; else None."""
+        if not isinstance(start, VulkanEvent) or self.ticks is None or start.ticks is None:
+            return None
+        server = self.server
+        assert isinstance(server, TimedVulkanServer)
+        ticks = (self.ticks - start.ticks) & server.tick_mask
+        return ticks * server.physical.timestamp_period * 1e-9
+
+
+_DONE = CompletedEvent()
 
 QUERIES_PER_POOL = 2 * MAX_BATCH
 """Timestamps one query pool holds: two per dispatch of a full batch. Results are
@@ -397,11 +533,16 @@ class TimedVulkanServer(VulkanServer):
     barriers are not included.
     """
 
-    def __init__(self, physical: PhysicalDevice, index: int) -> None:
-        super().__init__(physical, index)
+    def __init__(self, physical: PhysicalDevice, index: int, *,
+                 metadata_bytes: int = ARENA_BYTES) -> None:
+        super().__init__(physical, index, metadata_bytes=metadata_bytes)
         self.untimed_lib = self.lib
         bits = physical.timestamp_bits
-        self._tick_mask = (1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF
+        self.tick_mask = (1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF
+        """The bits of a timestamp the queue writes."""
+        self._event_pool: Any = None
+        self._timed_events: list[VulkanEvent] = []
+        """Events with a timestamp in the open command buffer, in query order."""
         self._query_pools: list[Any] = []
         self._queries = 0  # written in the open command buffer
         self._timing = False
@@ -445,11 +586,46 @@ class TimedVulkanServer(VulkanServer):
         return self._query_pools[pool_index], query
 
     def sync(self) -> None:
-        """As :meth:`VulkanServer.sync`, then add the timed dispatches' ticks up."""
+        """As :meth:`VulkanServer.sync`, then add the timed dispatches' ticks up and
+        read the timed events' timestamps."""
         used, self._queries = self._queries, 0
+        timed, self._timed_events = self._timed_events, []
         super().sync()
         if used:
             self._collect(used)
+        if timed:
+            vk = self.vk
+            check("vkGetQueryPoolResults", vk.vkGetQueryPoolResults, self.vkdevice.handle,
+                  self._event_pool, 0, len(timed), len(timed) * 8, self._results, 8,
+                  vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+            for i, event in enumerate(timed):
+                event.ticks = int(self._results[i]) & self.tick_mask
+                event.complete = True
+
+    def record_event(self, timed: bool = False) -> DeviceEvent:
+        """An event after the work recorded so far; ``timed``: with a timestamp written
+        once that work is done (``vkCmdWriteTimestamp`` at the bottom of the pipe)."""
+        if not timed:
+            return super().record_event()
+        if len(self._timed_events) == QUERIES_PER_POOL:
+            self.sync()
+        vk = self.vk
+        if self._event_pool is None:
+            info = vk.VkQueryPoolCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=QUERIES_PER_POOL)
+            self._event_pool = check("vkCreateQueryPool", vk.vkCreateQueryPool,
+                                     self.vkdevice.handle, info, None)
+        self._begin()
+        query = len(self._timed_events)
+        # Its own event: two timed events of one batch hold two timestamps.
+        event = VulkanEvent(self)
+        lib = self.untimed_lib
+        lib.vkCmdResetQueryPool(self._cmd, self._event_pool, query, 1)
+        lib.vkCmdWriteTimestamp(self._cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                                self._event_pool, query)
+        self._timed_events.append(event)
+        return event
 
     def _collect(self, used: int) -> None:
         vk = self.vk
@@ -459,9 +635,9 @@ class TimedVulkanServer(VulkanServer):
                   self._query_pools[pool_index], 0, n, n * 8, self._results, 8,
                   vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
             stamps = np.frombuffer(self.ffi.buffer(self._results, n * 8), np.uint64)
-            stamps = stamps & np.uint64(self._tick_mask)
+            stamps = stamps & np.uint64(self.tick_mask)
             # Modulo the valid bits: a counter that wrapped between the two still counts.
-            ticks = (stamps[1::2] - stamps[0::2]) & np.uint64(self._tick_mask)
+            ticks = (stamps[1::2] - stamps[0::2]) & np.uint64(self.tick_mask)
             self._ticks += int(ticks.sum(dtype=np.uint64))
 
     def close(self) -> None:
@@ -472,6 +648,9 @@ class TimedVulkanServer(VulkanServer):
             for pool in self._query_pools:
                 self.vk.vkDestroyQueryPool(self.vkdevice.handle, pool, None)
             self._query_pools.clear()
+            if self._event_pool is not None:
+                self.vk.vkDestroyQueryPool(self.vkdevice.handle, self._event_pool, None)
+                self._event_pool = None
             self.lib = self.untimed_lib
             self._timing = False
         super().close()

@@ -1,0 +1,211 @@
+"""The shared tier: one Redis server (or Redis Cluster) behind every machine's local store.
+
+``CUBECL_STORE_URL`` (or ``[cache] url``) names it: ``redis://[user:password@]host:port/db``,
+``rediss://`` for TLS, and ``redis+cluster://`` / ``rediss+cluster://`` for a Redis
+Cluster. The artifact store asks it on a local miss and gives it what it compiles
+(:mod:`cubecl_server.compiler.store`); this module moves signed bytes.
+
+Values are envelopes signed with the fleet's secret (:mod:`.signing`); the tier does not
+start without one. A value that is not an envelope, or whose signature fails, is
+ignored, reported once, and overwritten by the next value stored under its key; a
+good one is never overwritten (``SET NX``: the first writer wins, as locally). Keys
+are ``<prefix>{<tag>}<namespace>:<key>``: the hash tag, a digest of namespace and key,
+decides the Cluster slot, so entries spread evenly over the nodes whatever the
+namespace holds. Every call has a short timeout and no retry: the first failure
+(server down, slow, refusing the password) turns the tier off for the process with
+one warning, and kernels go on from the local store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import urllib.parse
+from typing import Any
+
+from cubecl_server.config import config
+from cubecl_server.logging import logger
+from cubecl_server.persistence.codec import CorruptEntry
+from cubecl_server.persistence.signing import Secret, SecretError, fleet_secret
+
+__all__ = ["ENV_URL", "TIMEOUT_S", "RemoteTier", "redacted", "shared_tier"]
+
+log = logger("persistence")
+
+ENV_URL = "CUBECL_STORE_URL"
+"""The variable naming the shared tier's URL (over ``[cache] url``)."""
+TIMEOUT_S = 1.0
+"""Seconds a connection, a read or a write may take before the tier is turned off."""
+
+_CLUSTER = "+cluster"
+
+
+def redacted(url: str) -> str:
+    """``url`` with its password replaced by ``***``, fit for a message."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+
+
+class RemoteTier:
+    """The shared tier of one process: signed envelopes in Redis, under namespaced keys.
+
+    ``client`` is a connected-on-demand ``redis`` client and ``errors`` the exceptions
+    its failures raise; ``where`` names the server in messages (no password).
+    Thread-safe; never raises on a Redis failure.
+    """
+
+    def __init__(self, client: Any, errors: tuple[type[Exception], ...], where: str,
+                 secret: Secret, prefix: str) -> None:
+        self.where = where
+        self._errors = errors
+        self.prefix = prefix
+        self._client = client
+        self._secret = secret
+        self._off = False
+        self._lock = threading.Lock()
+        self._bad: set[str] = set()
+
+    @property
+    def on(self) -> bool:
+        """Whether the tier is still in use (no failure has turned it off)."""
+        return not self._off
+
+    def redis_key(self, namespace: str, key: str) -> str:
+        """The Redis key of the entry (namespace, key)."""
+        tag = hashlib.sha256(f"{namespace}\0{key}".encode()).hexdigest()[:16]
+        return f"{self.prefix}{{{tag}}}{namespace}:{key}"
+
+    def fetch(self, namespace: str, key: str) -> bytes | None:
+        """The unsigned envelope stored for (namespace, key), its signature checked;
+        None when absent, when the tier is off, or when the value is bad (then it is
+        reported and the next :meth:`store` overwrites it)."""
+        if self._off:
+            return None
+        rkey = self.redis_key(namespace, key)
+        try:
+            value = self._client.get(rkey)
+        except self._errors as e:
+            self._fail("read", e)
+            return None
+        if value is None:
+            return None
+        try:
+            return self._secret.verify(value)
+        except CorruptEntry as e:
+            self.reject(namespace, key, str(e))
+            return None
+
+    def reject(self, namespace: str, key: str, reason: str) -> None:
+        """Report the value under (namespace, key) as bad, never to be loaded; the next
+        :meth:`store` under that key overwrites it."""
+        rkey = self.redis_key(namespace, key)
+        with self._lock:
+            first = rkey not in self._bad
+            self._bad.add(rkey)
+        if first:
+            log.warning("shared tier %s: value %s rejected (%s); ignored, and overwritten "
+                        "by this machine's own", self.where, rkey, reason)
+
+    def store(self, namespace: str, key: str, envelope: bytes) -> bool:
+        """Sign ``envelope`` and store it under (namespace, key) unless a good value is
+        there already; whether it was written."""
+        if self._off:
+            return False
+        rkey = self.redis_key(namespace, key)
+        value = self._secret.sign(envelope)
+        with self._lock:
+            replace = rkey in self._bad
+        try:
+            written = self._client.set(rkey, value) if replace \
+                else self._client.set(rkey, value, nx=True)
+        except self._errors as e:
+            self._fail("write", e)
+            return False
+        with self._lock:
+            self._bad.discard(rkey)
+        return bool(written)
+
+    def _fail(self, what: str, err: Exception) -> None:
+        with self._lock:
+            announce, self._off = not self._off, True
+        if announce:
+            log.warning("shared tier %s off for this process (%s failed: %s: %s); kernels "
+                        "go on from the local store", self.where, what,
+                        type(err).__name__, err)
+
+
+_tiers: dict[tuple[str, str, bytes], RemoteTier | None] = {}
+_refused: set[tuple[str, str]] = set()
+_tiers_lock = threading.Lock()
+
+
+def _refuse(url: str, why: str) -> None:
+    with _tiers_lock:
+        first = (url, why) not in _refused
+        _refused.add((url, why))
+    if first:
+        log.warning("shared tier %s not started: %s; kernels use the local store only",
+                    redacted(url), why)
+
+
+def _connect(url: str) -> tuple[Any, tuple[type[Exception], ...]]:
+    """A client of ``url`` and the exceptions its failures raise."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    errors = (redis.RedisError, OSError)
+    options: dict[str, Any] = {"socket_timeout": TIMEOUT_S,
+                               "socket_connect_timeout": TIMEOUT_S,
+                               "retry": Retry(NoBackoff(), 0)}
+    scheme, sep, rest = url.partition("://")
+    if scheme.endswith(_CLUSTER):
+        from redis.cluster import RedisCluster
+        return RedisCluster.from_url(scheme[:-len(_CLUSTER)] + sep + rest, **options), errors
+    return redis.Redis.from_url(url, **options), errors
+
+
+def shared_tier() -> RemoteTier | None:
+    """The shared tier the configuration names, one per URL, prefix and secret per
+    process; None when none is named or it cannot start (a missing secret, the
+    ``redis`` library absent, a bad URL, a cluster that does not answer: one warning
+    each)."""
+    cfg = config()
+    url = cfg.store_url
+    if not url:
+        return None
+    scheme = url.partition("://")[0].removesuffix(_CLUSTER)
+    if scheme not in ("redis", "rediss"):
+        _refuse(url, f"{ENV_URL} must start with redis://, rediss:// or their +cluster "
+                     f"forms, not {scheme}://")
+        return None
+    try:
+        secret = fleet_secret()
+    except SecretError as e:
+        _refuse(url, str(e))
+        return None
+    if secret is None:
+        _refuse(url, "no secret to sign with: set CUBECL_STORE_SECRET or [cache] "
+                     "secret_file (what is shared is code, so it is signed)")
+        return None
+    memo = (url, cfg.store_prefix, secret.key)
+    with _tiers_lock:
+        if memo in _tiers:
+            return _tiers[memo]
+    try:
+        client, errors = _connect(url)
+    except ImportError:
+        _refuse(url, "the redis library is not installed (pip install 'cubecl-server[redis]')")
+        return None
+    except Exception as e:  # a malformed URL, or a cluster that cannot be reached
+        _refuse(url, f"{type(e).__name__}: {e}")
+        tier = None
+    else:
+        tier = RemoteTier(client, errors, redacted(url), secret, cfg.store_prefix)
+    with _tiers_lock:
+        return _tiers.setdefault(memo, tier)
