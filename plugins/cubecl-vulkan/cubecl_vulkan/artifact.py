@@ -1,9 +1,15 @@
-"""The ``vulkan`` backend's two compiler halves: GLSL to SPIR-V, and SPIR-V to a pipeline.
+"""The ``vulkan`` backend's two compiler halves: the lowered kernel to a SPIR-V
+artifact, and SPIR-V to a pipeline.
 
-The artifact (kind ``spirv``) is the SPIR-V module's bytes; its header is the
+The artifact (kind ``spirv.2``: the modules this backend writes itself; ``spirv``
+artifacts, from the releases that had glslang build every kernel, are rejected and
+compiled again) is the SPIR-V module's bytes; its header is the
 :class:`~cubecl_vulkan.compiler.ShaderLayout` (entry point, work-group size, the
-array bindings and the metadata words) plus the kernel's name and the glslang that
-built it.
+array bindings and the metadata words) plus the kernel's name and what wrote the
+module: ``emitter`` (:data:`EMITTER`), or ``glslang`` (its version) for a kernel
+lowered through GLSL. Finalizing a module the emitter wrote only wraps its bytes;
+with ``CUBECL_VULKAN_VALIDATE=1`` it runs ``spirv-val`` on each first (the test suites
+do: :mod:`cubecl_vulkan.conformance`).
 
 Pipeline-cache data is the driver's data of the store's
 :class:`~cubecl_server.backend.DriverCache` (``store.driver_cache``), kept beside the
@@ -17,6 +23,10 @@ data the driver refuses is purged and the pipeline built without it.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
 
 from cubecl_server.backend import (
     Artifact,
@@ -32,14 +42,19 @@ from cubecl_server.backend import (
 )
 from cubecl_server.ir import Kernel
 from cubecl_vulkan import STORE_NAMES, glslang
-from cubecl_vulkan.compiler import ShaderLayout, VulkanCompiler
+from cubecl_vulkan.compiler import SPIRV_EXTENSION, ShaderLayout, VulkanCompiler
 from cubecl_vulkan.device import BACKEND, PhysicalDevice
 from cubecl_vulkan.pipeline import LoadedKernel, build_pipeline, spirv_problem
 from cubecl_vulkan.server import VulkanServer
 
-__all__ = ["KIND", "STORE_NAMES", "VulkanArtifactCompiler", "VulkanTarget"]
+__all__ = ["KIND", "EMITTER", "ENV_VALIDATE", "STORE_NAMES", "VulkanArtifactCompiler",
+           "VulkanTarget", "validate"]
 
-KIND = "spirv"
+KIND = "spirv.2"
+EMITTER = "cubecl-vulkan spirv emitter 1"
+"""What wrote a module lowered to SPIR-V directly (part of its source key)."""
+ENV_VALIDATE = "CUBECL_VULKAN_VALIDATE"
+"""Set to ``1``: every module finalize wraps is checked by ``spirv-val`` first."""
 
 _CONTEXT_LINES = 2
 
@@ -63,8 +78,19 @@ def _offending(source: str, log: str) -> str:
     return "\n".join(out)
 
 
+def validate(spirv: bytes) -> str | None:
+    """What ``spirv-val`` (Vulkan 1.1 rules) says is wrong with a module, or None."""
+    with tempfile.TemporaryDirectory(prefix="cubecl-vk-") as tmp:
+        path = Path(tmp) / "kernel.spv"
+        path.write_bytes(spirv)
+        run = subprocess.run(["spirv-val", "--target-env", glslang.TARGET_ENV, str(path)],
+                             capture_output=True, text=True, check=False)
+    return None if run.returncode == 0 else (run.stdout + run.stderr).strip()
+
+
 class VulkanArtifactCompiler:
-    """Lowers IR to GLSL for this device's features and finalizes it with glslang.
+    """Lowers IR to SPIR-V (or GLSL, for what the emitter lacks) for this device's
+    features, and finalizes it (glslang for GLSL).
 
     The variant is the device's: UUID, pipelineCacheUUID, driver version and name.
     """
@@ -81,11 +107,15 @@ class VulkanArtifactCompiler:
 
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
-        """IR to GLSL 450 compute source."""
+        """IR to a SPIR-V module (or GLSL 450 compute source)."""
         return self.compiler.compile(kernel, cube_dim, mode)
 
     def source(self, compiled: CompiledKernel) -> bytes | None:
-        """The GLSL, the layout and the glslang version and options: all finalize sees."""
+        """The module or the GLSL, the layout, and what wrote the module (the glslang
+        version and options): all finalize sees."""
+        if compiled.extension == SPIRV_EXTENSION:
+            layout = json.dumps(_layout(compiled).to_header(), sort_keys=True)
+            return f"{compiled.source}\n{layout}\n{EMITTER}".encode()
         tools = glslang.current()
         if tools is None:
             return None
@@ -93,8 +123,19 @@ class VulkanArtifactCompiler:
         return f"{compiled.source}\n{layout}\n{tools.describe()}".encode()
 
     def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> Artifact:
-        """GLSL to validated SPIR-V through glslangValidator (a subprocess)."""
+        """The module the emitter wrote (checked by spirv-val when asked), or GLSL to
+        validated SPIR-V through glslangValidator (a subprocess)."""
         layout = _layout(compiled)
+        if compiled.extension == SPIRV_EXTENSION:
+            spirv = bytes.fromhex(compiled.source)
+            if os.environ.get(ENV_VALIDATE) == "1":
+                problem = validate(spirv)
+                if problem is not None:
+                    raise CompilationError(f"spirv-val rejected the module: {problem}",
+                                           kernel=compiled.name, backend=BACKEND, log=problem)
+            recording.add("artifact", 0.0, len(spirv))
+            return Artifact(KIND, spirv, {**layout.to_header(), "kernel": compiled.name,
+                                          "emitter": EMITTER})
         tools = glslang.current()
         if tools is None:
             raise CompilationError(

@@ -77,8 +77,13 @@ from cubecl_server.backend import (
     InfoWords,
     StandardC,
 )
+from cubecl_vulkan.emitter import SpirvEmitter, Unsupported
 
-__all__ = ["ShaderFeatures", "ArrayBinding", "ShaderLayout", "VulkanCompiler"]
+__all__ = ["ShaderFeatures", "ArrayBinding", "ShaderLayout", "VulkanCompiler",
+           "SPIRV_EXTENSION"]
+
+SPIRV_EXTENSION = "spv"
+"""The ``extension`` of a kernel lowered to SPIR-V (its ``source`` is the module in hex)."""
 
 Elem = ir.Elem
 B = ir.BuiltinName
@@ -199,8 +204,24 @@ class VulkanCompiler:
 
     def compile(self, kernel: ir.Kernel, cube_dim: CubeDim,
                 mode: ExecutionMode) -> CompiledKernel:
-        """Lower ``kernel`` for work groups of ``cube_dim`` in ``mode``; the layout is
-        the CompiledKernel's ``repr``."""
+        """Lower ``kernel`` for work groups of ``cube_dim`` in ``mode``: a SPIR-V module
+        (``extension`` ``spv``, the ``source`` its bytes in hex), or GLSL for a kernel
+        using what the SPIR-V emitter does not write yet (``comp``); the layout is the
+        CompiledKernel's ``repr``."""
+        e = SpirvEmitter(kernel, cube_dim, mode, self.features)
+        try:
+            binary = e.module()
+        except Unsupported:
+            return self.compile_glsl(kernel, cube_dim, mode)
+        layout = ShaderLayout(tuple(ArrayBinding(p.name, p.elem, p.name in e.written)
+                                    for p in e.arrays.values()), e.info.layout(), e.dim)
+        return CompiledKernel(name=kernel.name, entry_point="main", source=binary.hex(),
+                              extension=SPIRV_EXTENSION, repr=layout)
+
+    def compile_glsl(self, kernel: ir.Kernel, cube_dim: CubeDim,
+                     mode: ExecutionMode) -> CompiledKernel:
+        """Lower ``kernel`` to GLSL 450 (for glslang), as :meth:`compile` does for what
+        the SPIR-V emitter lacks."""
         d = GlslDialect(self.features)
         e = CEmitter(kernel, cube_dim, mode, d)
         source = e.program()
