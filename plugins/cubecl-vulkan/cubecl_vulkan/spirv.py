@@ -14,11 +14,13 @@ import struct
 from collections.abc import Iterable
 
 __all__ = ["Module", "Op", "GLSL", "Cap", "Deco", "Storage", "Scope", "Sem", "BuiltIn",
-           "VERSION"]
+           "VERSION", "TARGET_ENV", "listing"]
 
 MAGIC = 0x07230203
 VERSION = 0x00010300
 """SPIR-V 1.3: the first with subgroup operations; every Vulkan 1.1 device takes it."""
+TARGET_ENV = "vulkan1.1"
+"""The environment ``spirv-val`` checks modules for."""
 
 
 class Op:
@@ -47,7 +49,9 @@ class Op:
     ConstantComposite = 44
     ConstantNull = 46
     Function = 54
+    FunctionParameter = 55
     FunctionEnd = 56
+    FunctionCall = 57
     Variable = 59
     Load = 61
     Store = 62
@@ -78,6 +82,7 @@ class Op:
     UMod = 137
     SRem = 138
     FRem = 140
+    IAddCarry = 149
     UMulExtended = 151
     SMulExtended = 152
     IsNan = 156
@@ -134,6 +139,7 @@ class Op:
     Branch = 249
     BranchConditional = 250
     Return = 253
+    ReturnValue = 254
     Unreachable = 255
     GroupNonUniformAll = 334
     GroupNonUniformAny = 335
@@ -167,6 +173,7 @@ class GLSL:
     Exp = 27
     Log = 28
     Exp2 = 29
+    Log2 = 30
     Sqrt = 31
     InverseSqrt = 32
     FMin = 37
@@ -415,3 +422,36 @@ class Module:
         self.inst(words, Op.MemoryModel, 0, 1)
         words += self.entry + self.modes + self.annotations + self.globals + self.functions
         return struct.pack(f"<{len(words)}I", *words)
+
+
+_NAMES = {v: f"Op{k}" for k, v in vars(Op).items() if not k.startswith("_")}
+_RESULT_ONLY = frozenset({Op.ExtInstImport, Op.Label, Op.TypeVoid, Op.TypeBool, Op.TypeInt,
+                          Op.TypeFloat, Op.TypeVector, Op.TypeArray, Op.TypeRuntimeArray,
+                          Op.TypeStruct, Op.TypePointer, Op.TypeFunction})
+_NO_RESULT = frozenset({Op.Capability, Op.Extension, Op.MemoryModel, Op.EntryPoint,
+                        Op.ExecutionMode, Op.Decorate, Op.MemberDecorate, Op.Store,
+                        Op.Branch, Op.BranchConditional, Op.LoopMerge, Op.SelectionMerge,
+                        Op.Return, Op.ReturnValue, Op.Unreachable, Op.FunctionEnd,
+                        Op.ControlBarrier, Op.MemoryBarrier})
+
+
+def listing(binary: bytes) -> str:
+    """A module as text, one instruction a line: ``%result = OpName %type operands``
+    (operands as numbers: ids and literals alike), for people reading what a kernel
+    became (``cubecl-server source``); ``spirv-dis`` gives the full disassembly."""
+    words = struct.unpack(f"<{len(binary) // 4}I", binary)
+    out = [f"; SPIR-V {words[1] >> 16 & 0xFF}.{words[1] >> 8 & 0xFF}, bound {words[3]}"]
+    at = 5
+    while at < len(words):
+        count, op = words[at] >> 16, words[at] & 0xFFFF
+        ops = words[at + 1:at + count]
+        name = _NAMES.get(op, f"Op{op}")
+        if op in _RESULT_ONLY and ops:
+            line = f"%{ops[0]} = {name} {' '.join(map(str, ops[1:]))}"
+        elif op in _NO_RESULT or len(ops) < 2:
+            line = f"{name} {' '.join(map(str, ops))}"
+        else:
+            line = f"%{ops[1]} = {name} %{ops[0]} {' '.join(map(str, ops[2:]))}"
+        out.append(line.rstrip())
+        at += count
+    return "\n".join(out) + "\n"

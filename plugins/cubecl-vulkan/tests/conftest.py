@@ -1,8 +1,8 @@
 """Fixtures of the vulkan backend's tests: a real device (lavapipe here), no mocks.
 
 Every test gets its own cache directory; Mesa's own shader cache is off so that
-"compiled" and "loaded" are about our store only. Without a Vulkan device or
-glslang the tests that need one are skipped with the reason.
+"compiled" and "loaded" are about our store only. Without a Vulkan device the tests
+that need one are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cubecl_vulkan import glslang
+from cubecl_vulkan.compiler import LoweredModule
 
 from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.config import reload_config
@@ -47,8 +47,6 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 
 def _client_or_skip() -> ComputeClient:
-    if glslang.current() is None:
-        pytest.skip("no glslangValidator (glslang-tools, or cubecl-vulkan[glslang])")
     try:
         return create_client("vulkan")
     except BackendUnavailable as e:
@@ -91,7 +89,8 @@ OP_PHI = 245
 
 def words(compiled: CompiledKernel) -> list[tuple[int, list[int]]]:
     """A lowered kernel's SPIR-V module as (opcode, operands) per instruction."""
-    raw = bytes.fromhex(compiled.source)
+    assert isinstance(compiled.repr, LoweredModule)
+    raw = compiled.repr.spirv
     data = struct.unpack(f"<{len(raw) // 4}I", raw)
     out, at = [], 5
     while at < len(data):

@@ -1,35 +1,32 @@
-"""The SPIR-V the backend writes itself: valid modules (spirv-val), the artifact's kind
-and header, the GLSL fallback for exactly the functions not written yet, and a module
-spirv-val refuses failing its compile when validation is on."""
+"""The SPIR-V the backend writes itself: valid modules (spirv-val) for the kernels here
+and every math function of every float type, the artifact's kind and header, the text
+``source`` shows, and a module spirv-val refuses failing its compile when validation
+is on."""
 
 from __future__ import annotations
 
 import shutil
 
-import numpy as np
 import pytest
 import vk_kernels as K
 from conftest import words
 from cubecl_vulkan.artifact import EMITTER, ENV_VALIDATE, KIND, VulkanTarget, validate
-from cubecl_vulkan.compiler import SPIRV_EXTENSION, ShaderFeatures, VulkanCompiler
-from cubecl_vulkan.emitter import PENDING
-from test_shared_atomics_planes import run
+from cubecl_vulkan.compiler import LoweredModule, ShaderFeatures, VulkanCompiler
 
 from cubecl_server import ir
 from cubecl_server.client import ComputeClient
 from cubecl_server.compiler.contracts import Artifact
-from cubecl_server.compiler.key import ArtifactId, KernelCacheKey
 from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.errors import ArtifactRejected, CompilationError
 from cubecl_server.execution import ExecutionMode
-from cubecl_server.id import KernelId
 from cubecl_server.kernel import CompiledKernel, CubeDim
 
 E = ir.Elem
 EVERYTHING = ShaderFeatures(float64=True, int64=True, float16=True, bool_storage=True,
                             int64_atomics=True, float32_atomic_add=True, subgroups=True,
                             subgroup_extended_types=True, subgroup_size=32)
-DIRECT = ("saxpy", "grid_2d", "linear_ids", "loops", "int_ops", "half_and_bool", "gather")
+KERNELS = ("saxpy", "grid_2d", "linear_ids", "loops", "int_ops", "half_and_bool", "gather",
+           "math_f32", "math_f64", "wide_ops")
 needs_spirv_val = pytest.mark.skipif(shutil.which("spirv-val") is None,
                                      reason="no spirv-val (Debian's spirv-tools)")
 
@@ -38,13 +35,25 @@ def _recording() -> CompilationRecording:
     return CompilationRecording(False, "k", "vulkan", "v")
 
 
+def _module(compiled: CompiledKernel) -> bytes:
+    assert isinstance(compiled.repr, LoweredModule)
+    return compiled.repr.spirv
+
+
 @needs_spirv_val
 @pytest.mark.parametrize("mode", list(ExecutionMode))
-@pytest.mark.parametrize("name", DIRECT)
+@pytest.mark.parametrize("name", KERNELS)
 def test_kernels_lower_to_valid_spirv(name: str, mode: ExecutionMode) -> None:
     compiled = VulkanCompiler(EVERYTHING).compile(getattr(K, name).ir(), CubeDim(64), mode)
-    assert compiled.extension == SPIRV_EXTENSION
-    assert validate(bytes.fromhex(compiled.source)) is None
+    assert validate(_module(compiled)) is None
+    # The text shows the kernel, its mode and the instructions of the module.
+    assert compiled.source.startswith(f"; Kernel {name!r} lowered by cubecl-vulkan ({mode.value}")
+    assert "OpEntryPoint" in compiled.source and "OpFunctionEnd" in compiled.source
+
+
+INTEGER_FNS = {ir.MathFn.COUNT_ONES, ir.MathFn.REVERSE_BITS, ir.MathFn.LEADING_ZEROS,
+               ir.MathFn.TRAILING_ZEROS, ir.MathFn.FIND_FIRST_SET, ir.MathFn.MUL_HI,
+               ir.MathFn.SATURATING_ADD, ir.MathFn.SATURATING_SUB}
 
 
 def _one_function(fn: ir.MathFn, elem: E) -> ir.Kernel:
@@ -57,22 +66,16 @@ def _one_function(fn: ir.MathFn, elem: E) -> ir.Kernel:
                      (), (), body)
 
 
+@needs_spirv_val
 @pytest.mark.parametrize("elem", [E.F16, E.F32, E.F64])
-def test_only_the_pending_functions_go_through_glsl(elem: E) -> None:
+def test_every_math_function_is_valid_spirv(elem: E) -> None:
     compiler = VulkanCompiler(EVERYTHING)
-    exact_f64 = {ir.MathFn.SQRT, ir.MathFn.RSQRT, ir.MathFn.FLOOR, ir.MathFn.CEIL,
-                 ir.MathFn.ROUND, ir.MathFn.TRUNC, ir.MathFn.ABS, ir.MathFn.FMA,
-                 ir.MathFn.MIN, ir.MathFn.MAX, ir.MathFn.CLAMP, ir.MathFn.SIGN,
-                 ir.MathFn.COPYSIGN, ir.MathFn.HYPOT, ir.MathFn.RHYPOT, ir.MathFn.ISNAN,
-                 ir.MathFn.ISINF}
     for fn in ir.MathFn:
-        if fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF) or fn.value in (
-                "count_ones", "reverse_bits", "leading_zeros", "trailing_zeros",
-                "find_first_set", "mul_hi", "saturating_add", "saturating_sub", "clamp", "fma"):
-            continue
+        if fn in INTEGER_FNS or fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF, ir.MathFn.CLAMP,
+                                       ir.MathFn.FMA):
+            continue  # other signatures; the kernels above have them
         compiled = compiler.compile(_one_function(fn, elem), CubeDim(64), ExecutionMode.CHECKED)
-        glsl = fn in PENDING or (elem is E.F64 and fn not in exact_f64)
-        assert (compiled.extension == "comp") == glsl, (fn, elem)
+        assert validate(_module(compiled)) is None, (fn, elem)
 
 
 def test_artifact_kind_and_header(client: ComputeClient) -> None:
@@ -80,7 +83,7 @@ def test_artifact_kind_and_header(client: ComputeClient) -> None:
     compiled = ac.lower(K.saxpy.ir(), CubeDim(64), ExecutionMode.CHECKED, _recording())
     artifact = ac.finalize(compiled, _recording())
     assert artifact.kind == KIND and artifact.header["emitter"] == EMITTER
-    assert artifact.payload == bytes.fromhex(compiled.source)
+    assert artifact.payload == _module(compiled)
     # The work group is the cube dim; the arrays and info words are the layout's.
     assert artifact.header["local_size"] == [64, 1, 1]
     assert [a[0] for a in artifact.header["arrays"]] == ["x", "y", "out"]
@@ -91,35 +94,21 @@ def test_artifact_kind_and_header(client: ComputeClient) -> None:
         target.load(Artifact("spirv", artifact.payload, artifact.header))
 
 
-def test_a_kernel_through_glsl_runs_beside_direct_ones(shared_client: ComputeClient) -> None:
-    c = shared_client
-    n = 333
-    x = np.random.default_rng(7).uniform(-3, 3, n).astype(np.float32)
-    x[:3] = (0.0, -0.0, 20.0)
-    out = c.empty(n, np.float32)
-    tanh_kernel = _one_function(ir.MathFn.TANH, E.F32)
-    aid = ArtifactId(KernelId.of(tanh_kernel), CubeDim(64), c.mode)
-    run(c, tanh_kernel, 6, 64, [c.create(x), out])
-    np.testing.assert_allclose(c.read(out), np.tanh(x), rtol=2e-6, atol=0)
-    stored = c.loader.target.store.get(KernelCacheKey.of(aid, c.loader.build_id))
-    assert stored is not None and stored.kind == KIND
-    assert "glslang" in stored.header and "emitter" not in stored.header
-
-
 @needs_spirv_val
 def test_validation_refuses_a_broken_module(monkeypatch: pytest.MonkeyPatch,
                                             client: ComputeClient) -> None:
     ac = client.loader.artifact_compiler
     good = ac.lower(K.saxpy.ir(), CubeDim(64), ExecutionMode.CHECKED, _recording())
-    raw = bytearray(bytes.fromhex(good.source))
+    raw = _module(good)
     # The last instruction, OpFunctionEnd, dropped: a function without an end.
     ends = [i for i, (op, _) in enumerate(words(good)) if op == 56]
     assert ends == [len(words(good)) - 1]
-    broken = CompiledKernel(good.name, good.entry_point, bytes(raw[:-4]).hex(),
-                            good.extension, good.repr)
+    assert isinstance(good.repr, LoweredModule)
+    broken = CompiledKernel(good.name, good.entry_point, good.source, good.extension,
+                            LoweredModule(raw[:-4], good.repr.layout))
     monkeypatch.setenv(ENV_VALIDATE, "1")
     with pytest.raises(CompilationError, match="spirv-val") as info:
         ac.finalize(broken, _recording())
     assert info.value.kernel == "saxpy" and info.value.log
     monkeypatch.setenv(ENV_VALIDATE, "0")
-    assert ac.finalize(broken, _recording()).payload == bytes(raw[:-4])
+    assert ac.finalize(broken, _recording()).payload == raw[:-4]
