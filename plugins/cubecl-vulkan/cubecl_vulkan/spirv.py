@@ -424,7 +424,17 @@ class Module:
         return struct.pack(f"<{len(words)}I", *words)
 
 
-_NAMES = {v: f"Op{k}" for k, v in vars(Op).items() if not k.startswith("_")}
+def _names(cls: type, prefix: str = "") -> dict[int, str]:
+    return {v: prefix + k for k, v in vars(cls).items() if not k.startswith("_")}
+
+
+_NAMES = _names(Op, "Op")
+_ENUMS = {Op.Capability: (0, _names(Cap)), Op.Decorate: (1, _names(Deco)),
+          Op.MemberDecorate: (2, _names(Deco)), Op.ExtInst: (3, _names(GLSL)),
+          Op.TypePointer: (1, _names(Storage)), Op.Variable: (2, _names(Storage))}
+"""Per opcode: the operand that is an enumerant, and its names."""
+_STRINGS = {Op.ExtInstImport: 1, Op.Extension: 0, Op.EntryPoint: 2}
+"""Per opcode: the operand where a literal string starts."""
 _RESULT_ONLY = frozenset({Op.ExtInstImport, Op.Label, Op.TypeVoid, Op.TypeBool, Op.TypeInt,
                           Op.TypeFloat, Op.TypeVector, Op.TypeArray, Op.TypeRuntimeArray,
                           Op.TypeStruct, Op.TypePointer, Op.TypeFunction})
@@ -435,23 +445,39 @@ _NO_RESULT = frozenset({Op.Capability, Op.Extension, Op.MemoryModel, Op.EntryPoi
                         Op.ControlBarrier, Op.MemoryBarrier})
 
 
+def _operands(op: int, ops: tuple[int, ...]) -> list[str]:
+    """The operands as text: enumerants and strings by name, the rest as numbers."""
+    out = [str(v) for v in ops]
+    enum = _ENUMS.get(op)
+    if enum is not None and enum[0] < len(ops):
+        out[enum[0]] = enum[1].get(ops[enum[0]], out[enum[0]])
+    at = _STRINGS.get(op)
+    if at is not None:
+        raw = struct.pack(f"<{len(ops) - at}I", *ops[at:])
+        text = raw[:raw.index(0)].decode()
+        words = (len(text) + 4) // 4
+        out[at:at + words] = [f'"{text}"']
+    return out
+
+
 def listing(binary: bytes) -> str:
     """A module as text, one instruction a line: ``%result = OpName %type operands``
-    (operands as numbers: ids and literals alike), for people reading what a kernel
-    became (``cubecl-server source``); ``spirv-dis`` gives the full disassembly."""
+    (enumerants and strings by name where known, other operands as numbers, ids and
+    literals alike), for people reading what a kernel became (``cubecl-server
+    source``); ``spirv-dis`` gives the full disassembly."""
     words = struct.unpack(f"<{len(binary) // 4}I", binary)
     out = [f"; SPIR-V {words[1] >> 16 & 0xFF}.{words[1] >> 8 & 0xFF}, bound {words[3]}"]
     at = 5
     while at < len(words):
         count, op = words[at] >> 16, words[at] & 0xFFFF
-        ops = words[at + 1:at + count]
+        ops = _operands(op, words[at + 1:at + count])
         name = _NAMES.get(op, f"Op{op}")
         if op in _RESULT_ONLY and ops:
-            line = f"%{ops[0]} = {name} {' '.join(map(str, ops[1:]))}"
+            line = f"%{ops[0]} = {name} {' '.join(ops[1:])}"
         elif op in _NO_RESULT or len(ops) < 2:
-            line = f"{name} {' '.join(map(str, ops))}"
+            line = f"{name} {' '.join(ops)}"
         else:
-            line = f"%{ops[1]} = {name} %{ops[0]} {' '.join(map(str, ops[2:]))}"
+            line = f"%{ops[1]} = {name} %{ops[0]} {' '.join(ops[2:])}"
         out.append(line.rstrip())
         at += count
     return "\n".join(out) + "\n"
