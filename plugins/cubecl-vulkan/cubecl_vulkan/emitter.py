@@ -141,6 +141,9 @@ class SpirvEmitter(StructuredEmitter):
         self.inputs: dict[int, int] = {}
         self.arrays_v: dict[str, _Array] = {}
         self.bit_views: dict[str, int] = {}
+        """The u32 view of each f32 array atomic max/min act on (its variable)."""
+        self.used_builtins: set[B] = set()
+        self._types: dict[Elem, int] = {}
         self.local_vars: dict[str, Val] = {}
         self.params_v: dict[str, int] = {}
         self.builtins: dict[B, int] = {}
@@ -167,25 +170,32 @@ class SpirvEmitter(StructuredEmitter):
                       f"{f.max_shared_bytes} (maxComputeSharedMemorySize)")  # type: ignore[attr-defined]
         seen: set[tuple[Elem, bool]] = set()
 
-        def use(t: ir.Type, memory: bool, what: str) -> None:
+        def use(t: ir.Type, memory: bool, what: Callable[[], str]) -> None:
             elem = ir.elem_of(t)
             if (elem, memory) not in seen:
                 seen.add((elem, memory))
-                self._use(elem, what, memory)
+                self._use(elem, what(), memory)
 
         k = self.kernel
         for p in k.params:
-            use(p.elem, p.array, f"parameter {p.name!r}")
+            use(p.elem, p.array, lambda p=p: f"parameter {p.name!r}")
         for loc in k.locals:
-            use(loc.elem, False, f"local {loc.name!r}")
+            use(loc.elem, False, lambda loc=loc: f"local {loc.name!r}")
         for sh in k.shared:
-            use(sh.elem, True, f"shared array {sh.name!r}")
+            use(sh.elem, True, lambda sh=sh: f"shared array {sh.name!r}")
         for la in k.local_arrays:
-            use(la.elem, True, f"local array {la.name!r}")
+            use(la.elem, True, lambda la=la: f"local array {la.name!r}")
+        # One walk of the body: the types it computes with, the builtins it reads (made
+        # in the prologue), the f32 arrays atomic max/min act on (viewed as u32 too).
         for n in ir.walk(k.body):
             t = getattr(n, "type", None)
-            if t is not None and not isinstance(n, (ir.Assign, ir.Store)):
-                use(t, False, _describe(n))
+            if t is not None:
+                use(t, False, lambda n=n: _describe(n))
+            if isinstance(n, ir.Builtin):
+                self.used_builtins.add(n.name)
+            elif (isinstance(n, ir.AtomicStmt) and n.op in (ir.AtomicOp.MAX, ir.AtomicOp.MIN)
+                  and n.array in self.arrays and self.arrays[n.array].elem is Elem.F32):
+                self.bit_views[n.array] = 0
 
     def _use(self, elem: Elem, what: str, memory: bool) -> None:
         f = self.f
@@ -203,13 +213,12 @@ class SpirvEmitter(StructuredEmitter):
 
     def ty(self, t: Elem) -> int:
         """The SPIR-V type of a value of ``t``."""
-        m = self.m
-        match t:
-            case Elem.BOOL:
-                return m.bool()
-            case Elem.F16 | Elem.F32 | Elem.F64:
-                return m.float(t.bits)
-        return m.int(t.bits, t.is_signed)
+        found = self._types.get(t)
+        if found is None:
+            m = self.m
+            found = self._types[t] = (m.bool() if t is Elem.BOOL else m.float(t.bits)
+                                      if t.is_float else m.int(t.bits, t.is_signed))
+        return found
 
     def mty(self, t: Elem) -> int:
         """The SPIR-V type of an array element of ``t`` (a bool is a byte)."""
@@ -439,9 +448,6 @@ class SpirvEmitter(StructuredEmitter):
         m = self.m
         u32 = self.ty(Elem.U32)
         self._meta = self._block(u32, 4, 0, False)
-        f32_minmax = {s.array for s in ir.walk(self.kernel.body)
-                      if isinstance(s, ir.AtomicStmt) and s.op in (ir.AtomicOp.MAX, ir.AtomicOp.MIN)
-                      and s.array in self.arrays and self.arrays[s.array].elem is Elem.F32}
         for i, p in enumerate(self.arrays.values()):
             if p.elem is Elem.BOOL:
                 m.capability(Cap.StorageBuffer8BitAccess)
@@ -450,7 +456,7 @@ class SpirvEmitter(StructuredEmitter):
             var = self._block(self.mty(p.elem), max(1, p.elem.bits // 8), i + 1,
                               p.name in self.written)
             self.arrays_v[p.name] = _Array(p.name, var, p.elem, Storage.StorageBuffer, None, i)
-            if p.name in f32_minmax:  # the same buffer as u32, for the compare-exchange
+            if p.name in self.bit_views:  # the same buffer as u32, for the compare-exchange
                 self.bit_views[p.name] = self._block(u32, 4, i + 1, True)
         for sh in self.kernel.shared:
             t = m.array(self.mty(sh.elem), sh.size)
@@ -495,10 +501,9 @@ class SpirvEmitter(StructuredEmitter):
             B.CUBE_POS_X: self.val(Op.UMod, u32, cube, cx),
             B.CUBE_POS_Y: self.val(Op.UMod, u32, self.val(Op.UDiv, u32, cube, cx), cy),
             B.CUBE_POS_Z: self.val(Op.UDiv, u32, cube, cxy), B.CUBE_COUNT: total})
-        used = {n.name for n in ir.walk(self.kernel.body) if isinstance(n, ir.Builtin)}
         if self.kernel.shared:
-            used.add(B.UNIT_POS)
-        for name in sorted(used, key=lambda n: n.value):
+            self.used_builtins.add(B.UNIT_POS)
+        for name in sorted(self.used_builtins, key=lambda n: n.value):
             self.builtin(name)
         for i, p in enumerate(self.scalars.values()):
             self.params_v[p.name] = self._scalar(p.elem, self.info.word("scalar", i))

@@ -467,17 +467,18 @@ def listing(binary: bytes) -> str:
     source``); ``spirv-dis`` gives the full disassembly."""
     words = struct.unpack(f"<{len(binary) // 4}I", binary)
     out = [f"; SPIR-V {words[1] >> 16 & 0xFF}.{words[1] >> 8 & 0xFF}, bound {words[3]}"]
+    names, special = _NAMES, _ENUMS.keys() | _STRINGS.keys()
     at = 5
     while at < len(words):
         count, op = words[at] >> 16, words[at] & 0xFFFF
-        ops = _operands(op, words[at + 1:at + count])
-        name = _NAMES.get(op, f"Op{op}")
+        ops = (_operands(op, words[at + 1:at + count]) if op in special
+               else list(map(str, words[at + 1:at + count])))
+        name = names.get(op) or f"Op{op}"
         if op in _RESULT_ONLY and ops:
-            line = f"%{ops[0]} = {name} {' '.join(ops[1:])}"
+            out.append(f"%{ops[0]} = {name} {' '.join(ops[1:])}".rstrip())
         elif op in _NO_RESULT or len(ops) < 2:
-            line = f"{name} {' '.join(ops)}"
+            out.append(f"{name} {' '.join(ops)}".rstrip())
         else:
-            line = f"%{ops[1]} = {name} %{ops[0]} {' '.join(ops[2:])}"
-        out.append(line.rstrip())
+            out.append(f"%{ops[1]} = {name} %{ops[0]} {' '.join(ops[2:])}".rstrip())
         at += count
     return "\n".join(out) + "\n"
