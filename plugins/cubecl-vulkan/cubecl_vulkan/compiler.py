@@ -132,7 +132,8 @@ class VulkanCompiler:
     server uses :meth:`for_device` to get one that matches its device.
     """
 
-    extension = "spvasm"
+    extension = "spv.txt"
+    """The listing's (readable text, not spirv-as input)."""
 
     def __init__(self, features: ShaderFeatures | None = None) -> None:
         self.features = features or ShaderFeatures()

@@ -28,6 +28,7 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cubecl_server import ir
 from cubecl_server.backend import CubeDim, ExecutionMode, InfoWords, StructuredEmitter
@@ -45,12 +46,16 @@ from cubecl_vulkan.spirv import (
     listing,
 )
 
+if TYPE_CHECKING:
+    from cubecl_vulkan.compiler import ShaderFeatures
+
 __all__ = ["SpirvEmitter"]
 
 Elem = ir.Elem
 B = ir.BuiltinName
 M = ir.MathFn
 Val = int | tuple[int, ...]
+"""A value: its SPIR-V id, or a line's elements' ids."""
 
 _NATIVE = {M.EXP: GLSL.Exp, M.LOG: GLSL.Log, M.SQRT: GLSL.Sqrt, M.RSQRT: GLSL.InverseSqrt,
            M.SIN: GLSL.Sin, M.COS: GLSL.Cos, M.FLOOR: GLSL.Floor, M.CEIL: GLSL.Ceil,
@@ -88,8 +93,6 @@ _PLANE_ARITH = {  # fn -> (float op, signed op, unsigned op, group operation)
     ir.PlaneFn.MAX: (Op.GroupNonUniformFMax, Op.GroupNonUniformSMax, Op.GroupNonUniformUMax, 0),
     ir.PlaneFn.MIN: (Op.GroupNonUniformFMin, Op.GroupNonUniformSMin, Op.GroupNonUniformUMin, 0),
 }
-_GRID = (B.CUBE_POS, B.CUBE_POS_X, B.CUBE_POS_Y, B.CUBE_POS_Z, B.CUBE_COUNT_X,
-         B.CUBE_COUNT_Y, B.CUBE_COUNT_Z)
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ class SpirvEmitter(StructuredEmitter):
     module. :meth:`module` gives the binary; :attr:`info` the info words it reads."""
 
     def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode,
-                 features: object) -> None:
+                 features: ShaderFeatures) -> None:
         super().__init__(kernel, cube_dim, mode, "vulkan")
         self.f = features
         self.m = Module()
@@ -157,17 +160,17 @@ class SpirvEmitter(StructuredEmitter):
     def _check(self) -> None:
         """Refuse what the device cannot run, naming the feature or limit."""
         total, f = math.prod(self.dim), self.f
-        if total > f.max_invocations:  # type: ignore[attr-defined]
+        if total > f.max_invocations:
             self.fail(f"cube dim {self.dim} has {total} units; the device allows "
-                      f"{f.max_invocations} (maxComputeWorkGroupInvocations)")  # type: ignore[attr-defined]
-        for axis, (d, m) in enumerate(zip(self.dim, f.max_workgroup_size,  # type: ignore[attr-defined]
+                      f"{f.max_invocations} (maxComputeWorkGroupInvocations)")
+        for axis, (d, m) in enumerate(zip(self.dim, f.max_workgroup_size,
                                           strict=False)):
             if d > m:
                 self.fail(f"cube dim {self.dim}: axis {'xyz'[axis]} exceeds the device's "
-                          f"maxComputeWorkGroupSize {tuple(f.max_workgroup_size)}")  # type: ignore[attr-defined]
-        if self.shared_bytes > f.max_shared_bytes:  # type: ignore[attr-defined]
+                          f"maxComputeWorkGroupSize {tuple(f.max_workgroup_size)}")
+        if self.shared_bytes > f.max_shared_bytes:
             self.fail(f"shared arrays take {self.shared_bytes} bytes; the device allows "
-                      f"{f.max_shared_bytes} (maxComputeSharedMemorySize)")  # type: ignore[attr-defined]
+                      f"{f.max_shared_bytes} (maxComputeSharedMemorySize)")
         seen: set[tuple[Elem, bool]] = set()
 
         def use(t: ir.Type, memory: bool, what: Callable[[], str]) -> None:
@@ -199,14 +202,14 @@ class SpirvEmitter(StructuredEmitter):
 
     def _use(self, elem: Elem, what: str, memory: bool) -> None:
         f = self.f
-        if elem is Elem.F64 and not f.float64:  # type: ignore[attr-defined]
+        if elem is Elem.F64 and not f.float64:
             self.fail(f"{what} is f64, but the device lacks shaderFloat64")
-        if elem in (Elem.I64, Elem.U64) and not f.int64:  # type: ignore[attr-defined]
+        if elem in (Elem.I64, Elem.U64) and not f.int64:
             self.fail(f"{what} is {elem.value}, but the device lacks shaderInt64")
-        if elem is Elem.F16 and not f.float16:  # type: ignore[attr-defined]
+        if elem is Elem.F16 and not f.float16:
             self.fail(f"{what} is f16, but the device lacks shaderFloat16 with "
                       "16-bit storage")
-        if elem is Elem.BOOL and memory and not f.bool_storage:  # type: ignore[attr-defined]
+        if elem is Elem.BOOL and memory and not f.bool_storage:
             self.fail(f"{what} holds bool, which needs storageBuffer8BitAccess")
 
     # ------------------------------------------------------------ types and constants
@@ -567,7 +570,7 @@ class SpirvEmitter(StructuredEmitter):
     # ------------------------------------------------------------ builtins
 
     def _subgroups(self, what: str) -> None:
-        if not self.f.subgroups:  # type: ignore[attr-defined]
+        if not self.f.subgroups:
             self.fail(f"{what} needs subgroup operations (basic, arithmetic, shuffle, vote and "
                       "ballot in compute shaders), which the device lacks")
         self.m.capability(Cap.GroupNonUniform)
@@ -639,6 +642,12 @@ class SpirvEmitter(StructuredEmitter):
         ut = _UNSIGNED[t]
         return (index if ut is t else self.val(Op.Bitcast, self.ty(ut), index)), ut
 
+    def _index(self, index: ir.Expr) -> tuple[int, Elem]:
+        """An index's value as the unsigned type of its width, and that type."""
+        t = index.type
+        assert isinstance(t, Elem)
+        return self._unsigned(self.scalar(index), t)
+
     def _u32(self, index: int, ut: Elem) -> int:
         """An unsigned index as u32 (a 64-bit one is inside, so it fits)."""
         return index if ut is Elem.U32 else self.val(Op.UConvert, self.ty(Elem.U32), index)
@@ -652,7 +661,7 @@ class SpirvEmitter(StructuredEmitter):
 
     def _inside(self, a: _Array, index: ir.Expr) -> tuple[int, Elem, int]:
         """The unsigned index, its type, and whether it is inside ``a``."""
-        i, ut = self._unsigned(self.expr(index), index.type)  # type: ignore[arg-type]
+        i, ut = self._index(index)
         return i, ut, self.cmp(ir.BinOp.LT, i, self.bound(a, ut), ut)
 
     # ------------------------------------------------------------ statements
@@ -685,7 +694,7 @@ class SpirvEmitter(StructuredEmitter):
             return
         v = self._to_memory(value, a.elem)
         if not self.checked:
-            i, ut = self._unsigned(self.expr(s.index), s.index.type)  # type: ignore[arg-type]
+            i, ut = self._index(s.index)
             self.store(self._ptr(a, self._u32(i, ut)), v)
             return
         i, ut, inside = self._inside(a, s.index)
@@ -695,7 +704,7 @@ class SpirvEmitter(StructuredEmitter):
                     size: int) -> tuple[Elem, list[tuple[int, int | None]]]:
         """The unsigned index type, and per element of line ``index``: its position (of
         that type) and, checked, whether it is inside (the last line may be partial)."""
-        i, ut = self._unsigned(self.expr(index), index.type)  # type: ignore[arg-type]
+        i, ut = self._index(index)
         t = self.ty(ut)
         base = self.val(Op.IMul, t, i, self.c(size, ut))
         whole = n = 0
@@ -728,8 +737,7 @@ class SpirvEmitter(StructuredEmitter):
 
     def stmt_while(self, s: ir.While) -> None:
         """A loop testing ``cond`` before every iteration."""
-        self.loop(lambda: self.expr(s.cond), lambda: self.block(s.body),  # type: ignore[arg-type,return-value]
-                  lambda: None)
+        self.loop(lambda: self.scalar(s.cond), lambda: self.block(s.body), lambda: None)
 
     def stmt_for(self, s: ir.For) -> None:
         """Python's ``range``: the bounds evaluated once, a counter of our own; a step
@@ -795,16 +803,16 @@ class SpirvEmitter(StructuredEmitter):
         """The atomic; checked: operands first, then only where the index is inside (the
         old value reads 0 outside)."""
         a = self.array(s.array)
-        operands = [self.expr(x) for x in (s.compare, s.value) if x is not None]
+        operands = [self.scalar(x) for x in (s.compare, s.value) if x is not None]
         t = a.elem
         self._atomic_features(s.op, a)
         if not self.checked:
-            i, ut = self._unsigned(self.expr(s.index), s.index.type)  # type: ignore[arg-type]
-            old = self._atomic(s.op, a, self._u32(i, ut), operands)  # type: ignore[arg-type]
+            i, ut = self._index(s.index)
+            old = self._atomic(s.op, a, self._u32(i, ut), operands)
         else:
             i, ut, inside = self._inside(a, s.index)
             old = self.guarded(inside, self.ty(t), lambda: self._atomic(
-                s.op, a, self._u32(i, ut), operands), self.zero(t))  # type: ignore[arg-type]
+                s.op, a, self._u32(i, ut), operands), self.zero(t))
         if s.result is not None:
             var = self.local_vars[s.result]
             assert isinstance(var, int)
@@ -817,12 +825,12 @@ class SpirvEmitter(StructuredEmitter):
                 self.fail(f"atomic {op.value} on the f32 shared array {a.name!r}: the vulkan "
                           "backend has it on global arrays only")
         elif t in (Elem.I64, Elem.U64):
-            if not f.int64_atomics:  # type: ignore[attr-defined]
+            if not f.int64_atomics:
                 self.fail(f"atomic {op.value} on {t.value} needs the device's "
                           "shaderBufferInt64Atomics/shaderSharedInt64Atomics")
             self.m.capability(Cap.Int64Atomics)
         elif t is Elem.F32:
-            if not f.float32_atomic_add:  # type: ignore[attr-defined]
+            if not f.float32_atomic_add:
                 self.fail(f"atomic {op.value} on f32 needs VK_EXT_shader_atomic_float")
             self.m.capability(Cap.AtomicFloat32AddEXT)
 
@@ -980,11 +988,10 @@ class SpirvEmitter(StructuredEmitter):
         """Math functions (each element's, for lines)."""
         args = [self.expr(a) for a in e.args]
         t = ir.elem_of(e.args[0].type)
-        if isinstance(args[0], tuple):
-            cols = list(zip(*[a if isinstance(a, tuple) else (a,) * len(args[0])  # type: ignore[arg-type]
-                              for a in args], strict=True))
-            return tuple(self._math(e.fn, t, list(col)) for col in cols)
-        return self._math(e.fn, t, args)  # type: ignore[arg-type]
+        lines = [a for a in args if isinstance(a, tuple)]  # all of them, or none
+        if lines:
+            return tuple(self._math(e.fn, t, list(col)) for col in zip(*lines, strict=True))
+        return self._math(e.fn, t, [a for a in args if isinstance(a, int)])
 
     def _math(self, fn: M, t: Elem, xs: list[int]) -> int:
         if fn in (M.MIN, M.MAX):
@@ -1281,7 +1288,7 @@ class SpirvEmitter(StructuredEmitter):
                         a, self._u32(j, ut)), self.zero(a.elem)))
             return tuple(out)
         if not self.checked:
-            i, ut = self._unsigned(self.scalar(e.index), e.index.type)  # type: ignore[arg-type]
+            i, ut = self._index(e.index)
             return self._read(a, self._u32(i, ut))
         i, ut, inside = self._inside(a, e.index)
         return self.guarded(inside, self.ty(a.elem), lambda: self._read(a, self._u32(i, ut)),
@@ -1306,7 +1313,7 @@ class SpirvEmitter(StructuredEmitter):
         lane past the plane reading 0."""
         fn, t = e.fn, e.type
         self._subgroups(f"plane_{fn.value}")
-        if (t is Elem.F16 or t.bits == 64) and not self.f.subgroup_extended_types:  # type: ignore[attr-defined]
+        if (t is Elem.F16 or t.bits == 64) and not self.f.subgroup_extended_types:
             self.fail(f"plane_{fn.value} of {t.value} needs shaderSubgroupExtendedTypes")
         v = self.scalar(e.value)
         tid, sub, m = self.ty(t), self.u(Scope.Subgroup), self.m
@@ -1326,7 +1333,9 @@ class SpirvEmitter(StructuredEmitter):
             return self.val(Op.CompositeExtract, u32, mask, 0)
         m.capability(Cap.GroupNonUniformShuffle)
         assert e.lane is not None
-        lane = self.cast(self.scalar(e.lane), e.lane.type, Elem.U32)  # type: ignore[arg-type]
+        lane_t = e.lane.type
+        assert isinstance(lane_t, Elem)
+        lane = self.cast(self.scalar(e.lane), lane_t, Elem.U32)
         if fn is ir.PlaneFn.SHUFFLE_XOR:
             return self.val(Op.GroupNonUniformShuffleXor, tid, sub, v, lane)
         inside = self.cmp(ir.BinOp.LT, lane, self._input(BuiltIn.SubgroupSize, self.ty(Elem.U32)),
