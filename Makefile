@@ -20,7 +20,7 @@ demo: venv
 	$(PIP) -e .
 	CUBECL_BACKEND=cpu $(BIN)/cubecl-server demo
 
-## system-deps: PoCL, lavapipe and glslang, installed with apt when root and missing
+## system-deps: PoCL, lavapipe and spirv-tools, installed with apt when root and missing
 system-deps:
 	bash scripts/system-deps.sh
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the system packages the backends' tests run on, when missing and when
 # running as root with apt: PoCL (OpenCL on the CPU), lavapipe (Vulkan on the CPU),
-# glslang, and redis-server (the shared tier's tests start their own). Elsewhere it
-# says what is missing and leaves it to the person.
+# spirv-tools (spirv-val checks the vulkan backend's modules in its tests), and
+# redis-server (the shared tier's tests start their own). Elsewhere it says what is
+# missing and leaves it to the person.
 set -euo pipefail
-packages=(pocl-opencl-icd ocl-icd-libopencl1 mesa-vulkan-drivers libvulkan1 glslang-tools
+packages=(pocl-opencl-icd ocl-icd-libopencl1 mesa-vulkan-drivers libvulkan1 spirv-tools
           redis-server)
 missing=()
 for p in "${packages[@]}"; do

@@ -5,7 +5,7 @@
   :class:`CEmitter` build on it.
 - :class:`CEmitter`: the lowering of C-like languages, spelled by a :class:`CDialect`;
   :class:`StandardC` spells every hook as C99 does, for a dialect to subclass (the
-  OpenCL C, CUDA C++ and GLSL backends are dialects).
+  OpenCL C and CUDA C++ backends and the C example are dialects).
 - :class:`InfoLayout`: the words a launch passes besides its arrays (scalars, lengths,
   shapes, strides, the cube count), and :func:`fold_count` for a cube count past a
   per-axis dispatch limit (:meth:`CEmitter.fold_grid` is the kernel's side).

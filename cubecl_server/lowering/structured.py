@@ -11,7 +11,8 @@ dispatch to: ``stmt_assign``, ``stmt_store``, ``stmt_if``, ``stmt_for``,
 ``Shape`` and ``Stride``), ``expr_plane``, ``expr_line_fill``, ``expr_line_element``,
 ``expr_line_reduce`` for the expressions (each returns the expression's text).
 :class:`~cubecl_server.lowering.cfamily.CEmitter` is one, for C-like languages; the
-cpu backend's NumPy emitter is another.
+cpu backend's NumPy emitter is another, the vulkan backend's SPIR-V emitter a third
+(its expression methods give SPIR-V ids instead of text).
 """
 
 from __future__ import annotations

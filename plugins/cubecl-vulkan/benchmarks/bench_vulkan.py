@@ -4,7 +4,7 @@
 
 Measures, each as a median over kernels or launches:
 
-- cold compile: a kernel new to the store (lower, glslang -> SPIR-V, pipeline);
+- cold compile: a kernel new to the store (lower to SPIR-V, finalize, pipeline);
 - warm load: the same kernel read from the store by a fresh client (SPIR-V and
   pipeline-cache data from SQLite, pipeline created);
 - hot launch: a kernel the loader holds, launched again (recording only; the batch
@@ -125,7 +125,7 @@ def main() -> None:
         parallel = time.perf_counter() - t
 
     med = statistics.median
-    print(f"cold compile  median {med(cold):8.2f} ms/kernel  (glslang finalize "
+    print(f"cold compile  median {med(cold):8.2f} ms/kernel  (finalize "
           f"{med(finalize):.2f} ms, pipeline load {med(load):.2f} ms), {n} kernels")
     print(f"warm load     median {med(warm):8.2f} ms/kernel  (store read + pipeline)")
     print(f"hot launch    median {med(hot):8.2f} us/launch  ({args.launches} launches "

@@ -1,5 +1,5 @@
-"""cubecl-server's ``vulkan`` backend: IR -> GLSL 450 compute -> SPIR-V (glslang),
-run through the Vulkan API (the ``vulkan`` cffi binding).
+"""cubecl-server's ``vulkan`` backend: IR -> SPIR-V compute modules (written here,
+no shader compiler), run through the Vulkan API (the ``vulkan`` cffi binding).
 
 Importing this package touches no driver; the Vulkan loader is opened when a
 runtime is created (:mod:`cubecl_vulkan.device`).
@@ -16,5 +16,5 @@ __version__ = "0.1.0"
 BACKEND = "vulkan"
 """The backend name the plugin registers."""
 
-STORE_NAMES = StoreNames(kernels="spirv", sources="glsl")
-"""The names of the vulkan store's two maps: SPIR-V by kernel, and by lowered source."""
+STORE_NAMES = StoreNames(kernels="spirv", sources="spirv-modules")
+"""The names of the vulkan store's two maps: SPIR-V by kernel, and by lowered module."""

@@ -1,9 +1,14 @@
-"""The ``vulkan`` backend's two compiler halves: GLSL to SPIR-V, and SPIR-V to a pipeline.
+"""The ``vulkan`` backend's two compiler halves: the lowered module to an artifact,
+and SPIR-V to a pipeline.
 
-The artifact (kind ``spirv``) is the SPIR-V module's bytes; its header is the
+The artifact (kind ``spirv.2``: modules this backend writes itself; ``spirv``
+artifacts, which glslang built in earlier releases, are rejected and compiled again)
+is the SPIR-V module's bytes; its header is the
 :class:`~cubecl_vulkan.compiler.ShaderLayout` (entry point, work-group size, the
-array bindings and the metadata words) plus the kernel's name and the glslang that
-built it.
+array bindings and the metadata words) plus the kernel's name and what wrote the
+module (:data:`EMITTER`). Lowering writes the module; finalizing only wraps it, or,
+with ``CUBECL_VULKAN_VALIDATE=1``, runs ``spirv-val`` on it first (the test suites do:
+:mod:`cubecl_vulkan.conformance`).
 
 Pipeline-cache data is the driver's data of the store's
 :class:`~cubecl_server.backend.DriverCache` (``store.driver_cache``), kept beside the
@@ -17,6 +22,11 @@ data the driver refuses is purged and the pipeline built without it.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 from cubecl_server.backend import (
     Artifact,
@@ -31,40 +41,47 @@ from cubecl_server.backend import (
     ExecutionMode,
 )
 from cubecl_server.ir import Kernel
-from cubecl_vulkan import STORE_NAMES, glslang
-from cubecl_vulkan.compiler import ShaderLayout, VulkanCompiler
+from cubecl_vulkan import STORE_NAMES
+from cubecl_vulkan.compiler import LoweredModule, ShaderLayout, VulkanCompiler
 from cubecl_vulkan.device import BACKEND, PhysicalDevice
 from cubecl_vulkan.pipeline import LoadedKernel, build_pipeline, spirv_problem
 from cubecl_vulkan.server import VulkanServer
+from cubecl_vulkan.spirv import TARGET_ENV
 
-__all__ = ["KIND", "STORE_NAMES", "VulkanArtifactCompiler", "VulkanTarget"]
+__all__ = ["KIND", "EMITTER", "ENV_VALIDATE", "STORE_NAMES", "VulkanArtifactCompiler",
+           "VulkanTarget", "validate"]
 
-KIND = "spirv"
+KIND = "spirv.2"
+EMITTER = "cubecl-vulkan spirv emitter 1"
+"""What wrote a module lowered to SPIR-V directly (part of its source key)."""
+ENV_VALIDATE = "CUBECL_VULKAN_VALIDATE"
+"""Set to ``1``: every module finalize wraps is checked by ``spirv-val`` first."""
 
-_CONTEXT_LINES = 2
-
-
-def _layout(compiled: CompiledKernel) -> ShaderLayout:
-    if not isinstance(compiled.repr, ShaderLayout):
-        raise CompilationError("the lowered kernel carries no shader layout (a Compiler "
+def _lowered(compiled: CompiledKernel) -> LoweredModule:
+    if not isinstance(compiled.repr, LoweredModule):
+        raise CompilationError("the lowered kernel carries no SPIR-V module (a Compiler "
                                "that is not VulkanCompiler?)", kernel=compiled.name,
                                backend=BACKEND)
     return compiled.repr
 
 
-def _offending(source: str, log: str) -> str:
-    """The generated source lines glslang's messages point at, with some context."""
-    lines = source.splitlines()
-    out: list[str] = []
-    for n in glslang.error_lines(log):
-        lo, hi = max(1, n - _CONTEXT_LINES), min(len(lines), n + _CONTEXT_LINES)
-        out.extend(f"{'>' if i == n else ' '}{i:5d} | {lines[i - 1]}" for i in range(lo, hi + 1))
-        out.append("")
-    return "\n".join(out)
+def validate(spirv: bytes) -> str | None:
+    """What ``spirv-val`` (Vulkan 1.1 rules) says is wrong with a module, or None;
+    FileNotFoundError without it (Debian's ``spirv-tools``)."""
+    exe = shutil.which("spirv-val")
+    if exe is None:
+        raise FileNotFoundError("spirv-val not found: install spirv-tools")
+    with tempfile.TemporaryDirectory(prefix="cubecl-vk-") as tmp:
+        path = Path(tmp) / "kernel.spv"
+        path.write_bytes(spirv)
+        run = subprocess.run([exe, "--target-env", TARGET_ENV, str(path)],
+                             capture_output=True, text=True, check=False)
+    return None if run.returncode == 0 else (run.stdout + run.stderr).strip()
 
 
 class VulkanArtifactCompiler:
-    """Lowers IR to GLSL for this device's features and finalizes it with glslang.
+    """Lowers IR to SPIR-V for this device's features, and finalizes the module into
+    an artifact.
 
     The variant is the device's: UUID, pipelineCacheUUID, driver version and name.
     """
@@ -81,36 +98,31 @@ class VulkanArtifactCompiler:
 
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
-        """IR to GLSL 450 compute source."""
+        """IR to a SPIR-V module."""
         return self.compiler.compile(kernel, cube_dim, mode)
 
     def source(self, compiled: CompiledKernel) -> bytes | None:
-        """The GLSL, the layout and the glslang version and options: all finalize sees."""
-        tools = glslang.current()
-        if tools is None:
-            return None
-        layout = json.dumps(_layout(compiled).to_header(), sort_keys=True)
-        return f"{compiled.source}\n{layout}\n{tools.describe()}".encode()
+        """The module, its layout and what wrote it: all finalize sees."""
+        lowered = _lowered(compiled)
+        layout = json.dumps(lowered.layout.to_header(), sort_keys=True)
+        return lowered.spirv + f"\n{layout}\n{EMITTER}".encode()
 
     def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> Artifact:
-        """GLSL to validated SPIR-V through glslangValidator (a subprocess)."""
-        layout = _layout(compiled)
-        tools = glslang.current()
-        if tools is None:
-            raise CompilationError(
-                "glslangValidator not found: install glslang-tools, `pip install "
-                f"cubecl-vulkan[glslang]`, or point {glslang.ENV_GLSLANG} at one",
-                kernel=compiled.name, backend=BACKEND)
-        try:
-            spirv = tools.compile(compiled.source, compiled.name)
-        except glslang.GlslangError as e:
-            context = _offending(compiled.source, e.log)
-            log = e.log + ("\n--- generated GLSL ---\n" + context if context else "")
-            raise CompilationError(str(e), kernel=compiled.name, backend=BACKEND,
-                                   log=log) from e
-        recording.add("artifact", 0.0, len(spirv))
-        header = {**layout.to_header(), "kernel": compiled.name, "glslang": tools.describe()}
-        return Artifact(KIND, spirv, header)
+        """The module as an artifact; checked by spirv-val first with
+        ``CUBECL_VULKAN_VALIDATE=1`` (CompilationError with its log)."""
+        lowered = _lowered(compiled)
+        if os.environ.get(ENV_VALIDATE) == "1":
+            try:
+                problem = validate(lowered.spirv)
+            except FileNotFoundError as e:
+                raise CompilationError(f"{ENV_VALIDATE}=1, but {e}", kernel=compiled.name,
+                                       backend=BACKEND) from e
+            if problem is not None:
+                raise CompilationError(f"spirv-val rejected the module: {problem}",
+                                       kernel=compiled.name, backend=BACKEND, log=problem)
+        recording.add("artifact", 0.0, len(lowered.spirv))
+        return Artifact(KIND, lowered.spirv, {**lowered.layout.to_header(),
+                                              "kernel": compiled.name, "emitter": EMITTER})
 
 
 class VulkanTarget:

@@ -30,14 +30,14 @@ def _runtime() -> VulkanRuntime:
 
 
 def _compiler(capabilities: Capabilities) -> VulkanCompiler:
-    """IR to GLSL 450 compute."""
+    """IR to SPIR-V compute modules."""
     from cubecl_vulkan.compiler import VulkanCompiler
 
     return VulkanCompiler()
 
 
 def _artifact_compiler(compiler: Compiler, server: ComputeServer) -> VulkanArtifactCompiler:
-    """GLSL to SPIR-V for the server's physical device."""
+    """SPIR-V modules for the server's physical device."""
     from cubecl_vulkan.artifact import VulkanArtifactCompiler
 
     return VulkanArtifactCompiler(compiler, cast("VulkanServer", server).physical)
@@ -52,8 +52,8 @@ def _target(server: ComputeServer, store: ArtifactStore | None) -> VulkanTarget:
 
 @hookimpl
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
-    """The ``vulkan`` backend: IR to GLSL 450 compute for the device's features,
-    glslang to SPIR-V, SPIR-V to pipelines (through a stored pipeline cache)."""
+    """The ``vulkan`` backend: IR to SPIR-V compute modules for the device's features,
+    SPIR-V to pipelines (through a stored pipeline cache)."""
     return [BackendDescriptor(
         name=BACKEND, package="cubecl_vulkan", runtime=_runtime, compiler=_compiler,
         artifact_compiler=_artifact_compiler, target=_target, store_names=STORE_NAMES,

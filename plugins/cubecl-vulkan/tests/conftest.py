@@ -1,8 +1,8 @@
 """Fixtures of the vulkan backend's tests: a real device (lavapipe here), no mocks.
 
 Every test gets its own cache directory; Mesa's own shader cache is off so that
-"compiled" and "loaded" are about our store only. Without a Vulkan device or
-glslang the tests that need one are skipped with the reason.
+"compiled" and "loaded" are about our store only. Without a Vulkan device the tests
+that need one are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -14,17 +14,19 @@ import os
 # shader cache stays out of "compiled" versus "loaded", and out of ~/.cache.
 os.environ["MESA_SHADER_CACHE_DISABLE"] = "true"
 
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cubecl_vulkan import glslang
+from cubecl_vulkan.compiler import LoweredModule
 
 from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.config import reload_config
 from cubecl_server.errors import BackendUnavailable
+from cubecl_server.kernel import CompiledKernel
 
 TESTS = Path(__file__).parent
 
@@ -45,8 +47,6 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 
 def _client_or_skip() -> ComputeClient:
-    if glslang.current() is None:
-        pytest.skip("no glslangValidator (glslang-tools, or cubecl-vulkan[glslang])")
     try:
         return create_client("vulkan")
     except BackendUnavailable as e:
@@ -81,3 +81,31 @@ def run_python(code: str, env: dict[str, str] | None = None,
         raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n"
                              f"{proc.stderr}")
     return proc
+
+
+OP_PHI = 245
+"""SPIR-V's ``OpPhi``."""
+
+
+def words(compiled: CompiledKernel) -> list[tuple[int, list[int]]]:
+    """A lowered kernel's SPIR-V module as (opcode, operands) per instruction."""
+    assert isinstance(compiled.repr, LoweredModule)
+    raw = compiled.repr.spirv
+    data = struct.unpack(f"<{len(raw) // 4}I", raw)
+    out, at = [], 5
+    while at < len(data):
+        count, op = data[at] >> 16, data[at] & 0xFFFF
+        out.append((op, list(data[at + 1:at + count])))
+        at += count
+    return out
+
+
+def opcodes(compiled: CompiledKernel) -> set[int]:
+    """The opcodes a lowered kernel's module uses."""
+    return {op for op, _ in words(compiled)}
+
+
+def local_size(compiled: CompiledKernel) -> tuple[int, int, int]:
+    """The work-group size a lowered kernel's module declares (``LocalSize``)."""
+    mode = next(ops for op, ops in words(compiled) if op == 16 and ops[1] == 17)
+    return mode[2], mode[3], mode[4]

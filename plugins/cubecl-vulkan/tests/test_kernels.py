@@ -151,7 +151,7 @@ def test_64_bit_types(shared_client: ComputeClient) -> None:
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(c.read(outs[0]), a * s + q)
         np.testing.assert_array_equal(c.read(outs[1]), (b >> np.uint64(7)) + b * np.uint64(3))
-    # exp of a double is the backend's own (GLSL has no f64 exp): f64 accuracy.
+    # exp of a double is the backend's own (GLSL.std.450 has no f64 exp): f64 accuracy.
     np.testing.assert_allclose(c.read(outs[2]), f * d + np.sqrt(np.abs(f)) + np.exp(f * 0.001),
                                rtol=1e-13, atol=1e-13)
 

@@ -1,7 +1,7 @@
 """The math functions past the first ones (tan, asin ... hypot), f32 atomic max/min and
 local arrays, past what the conformance suite asks: the f64 functions written here
 over the whole double range against the host's libm (through NumPy), the f32 ones
-written here over wide ranges, and the corners of the generated GLSL (a plane
+written here over wide ranges, and the corners of the generated module (a plane
 operation in a local array's index, a 64-bit index into the atomics, shared arrays).
 
 This module does not use ``from __future__ import annotations``: its kernel factory
@@ -33,7 +33,7 @@ REF: dict[str, Callable[..., np.ndarray]] = {
     "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "log2": np.log2, "exp2": np.exp2,
     "log1p": np.log1p, "expm1": np.expm1, "hypot": np.hypot,
 }
-# f32: the functions written here (tan and exp2 are GLSL's), to about 4 ulp.
+# f32: the functions written here (tan and exp2 are GLSL.std.450's), to about 4 ulp.
 OWN_F32 = ("asin", "acos", "atan", "atan2", "sinh", "cosh", "log2", "log1p", "expm1",
            "hypot")
 RTOL = {np.float32: 5e-7, np.float64: 2e-15}  # the suite asks for 2e-6 and 1e-12

@@ -160,7 +160,7 @@ def wide_ops(a: Array[i64], b: Array[u64], c: Array[f64], out_i: Array[i64],
 
 @kernel
 def math_f64(x: Array[f64], y: Array[f64], out: Array[f64]) -> None:
-    """The f64 functions GLSL lacks, all in one shader (their helpers shared)."""
+    """The f64 functions GLSL.std.450 lacks, all in one module (their functions shared)."""
     i = ABSOLUTE_POS
     n = len(x)
     if i < n:
