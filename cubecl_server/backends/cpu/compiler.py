@@ -273,8 +273,8 @@ class _Emitter(StructuredEmitter):
             self.line(f"{self._py(p.name)} = arrays[{self.position[p.name]}]",
                       f"{p.name}: Array[{p.value_type.value}]")
         for p in self.scalars.values():
-            self.line(f"{self._py(p.name)} = {_dtype(p.elem)}(scalars[{self.position[p.name]}])",
-                      f"{p.name}: {p.elem.value}")
+            self.line(f"{self._py(p.name)} = _s.scalar(scalars[{self.position[p.name]}], "
+                      f"{_dtype(p.elem)})", f"{p.name}: {p.elem.value}")
         body_start = len(self.lines)
         self.depth = 3
         for loc in k.locals:
@@ -297,7 +297,7 @@ class _Emitter(StructuredEmitter):
                 self.line(f"{py} = _s.lines({self._py(name)}.shape[0], {line})",
                           f"len({name}): lines of {line}")
             elif kind == "len":
-                self.line(f"{py} = np.uint32({self._py(name)}.shape[0])", f"len({name})")
+                self.line(f"{py} = _s.length({self._py(name)})", f"len({name})")
             else:
                 self.line(f"{py} = _s.extent({kind}s[{self.position[name]}], {axis})",
                           f"{name}.{kind}[{axis}]")
