@@ -1,6 +1,8 @@
 """Group 6, kernel throughput: elementwise, reduction and tiled matrix product in GB/s and
 GFLOP/s per backend, next to NumPy on the same data, and as a fraction of this
-machine's memory bandwidth (a large NumPy copy)."""
+machine's memory bandwidth (a large NumPy copy). On opencl the same algorithm
+hand-written in OpenCL C and run with PyOpenCL on the same device is a row too: the
+generated kernel (checked mode) against it is the figure's target."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks.figures import Figure, fmt_time
+from benchmarks.figures import Figure, Target, fmt_ratio, fmt_time
 from benchmarks.harness import Context
 from benchmarks.kernels import REDUCE_CUBE, TILE, matmul, reduce_rows, saxpy
-from cubecl_server.benchmark import Timings, compare, measure
+from benchmarks.opencl_raw import MATMUL_CL, REDUCE_CL, SAXPY_CL, RawProgram, pyopencl_available
+from cubecl_server.benchmark import Timings, compare, measure, ratio
 from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.throughput import Throughput, copy_bytes, gb_per_s
@@ -32,6 +35,10 @@ class _Case:
     expected: np.ndarray
     tolerance: float
     setup: Callable[[ComputeClient], tuple[Callable[[], None], Callable[[], np.ndarray]]]
+    handwritten: Callable[[], tuple[Callable[[], None], Callable[[], np.ndarray]]]
+    """The same algorithm in OpenCL C through PyOpenCL: its launch + wait, its read."""
+    target: float
+    """How much slower than the hand-written kernel the generated one may be."""
 
 
 def _cases(quick: bool) -> list[_Case]:
@@ -53,10 +60,23 @@ def _cases(quick: bool) -> list[_Case]:
     rows, cols = (2048, 2048) if quick else (4096, 4096)
     m = rng.standard_normal((rows, cols), dtype=np.float32)
 
+    def saxpy_cl() -> tuple[Callable[[], None], Callable[[], np.ndarray]]:
+        p = RawProgram.build(SAXPY_CL, "saxpy")
+        bx, by, bo = p.buffer(x), p.buffer(y), p.buffer(x.nbytes)
+        size = (-(-n // 256) * 256,)
+        return (lambda: p.run(size, (256,), bx, by, bo, alpha, np.uint32(n)),
+                lambda: p.read(bo, (n,)))
+
     def reduce_on(c: ComputeClient) -> tuple[Callable[[], None], Callable[[], np.ndarray]]:
         hm, hr = c.create(m), c.empty(rows, np.float32)
         return (lambda: reduce_rows.launch(c, CubeCount(rows), CubeDim(REDUCE_CUBE), hm, hr,
                                            cols), lambda: c.read(hr))
+
+    def reduce_cl() -> tuple[Callable[[], None], Callable[[], np.ndarray]]:
+        p = RawProgram.build(REDUCE_CL, "reduce_rows")
+        bm, br = p.buffer(m), p.buffer(4 * rows)
+        return (lambda: p.run((rows * REDUCE_CUBE,), (REDUCE_CUBE,), bm, br, np.uint32(cols)),
+                lambda: p.read(br, (rows,)))
 
     k = 256 if quick else 512
     a = rng.standard_normal((k, k), dtype=np.float32)
@@ -67,14 +87,21 @@ def _cases(quick: bool) -> list[_Case]:
         return (lambda: matmul.launch(c, CubeCount(k // TILE, k // TILE), CubeDim(TILE, TILE),
                                       ha, hb, hc, k), lambda: c.read(hc))
 
+    def matmul_cl() -> tuple[Callable[[], None], Callable[[], np.ndarray]]:
+        p = RawProgram.build(MATMUL_CL, "matmul")
+        ba, bb, bc = p.buffer(a), p.buffer(b), p.buffer(a.nbytes)
+        return (lambda: p.run((k, k), (TILE, TILE), ba, bb, bc, np.uint32(k)),
+                lambda: p.read(bc, (k, k)))
+
     return [
         _Case(f"elementwise saxpy, {n:,} f32", 12 * n, 2 * n, numpy_saxpy, alpha * x + y,
-              1e-5, saxpy_on),
+              1e-5, saxpy_on, saxpy_cl, 1.05),
         _Case(f"row reduction (shared memory), {rows}x{cols} f32", 4 * rows * cols + 4 * rows,
               rows * cols, lambda: m.sum(axis=1), m.astype(np.float64).sum(axis=1), 1e-3,
-              reduce_on),
+              reduce_on, reduce_cl, 1.1),
         _Case(f"tiled matmul ({TILE}x{TILE} shared tiles), {k}x{k} f32", 12 * k * k,
-              2 * k ** 3, lambda: a @ b, a.astype(np.float64) @ b, 1e-3, matmul_on),
+              2 * k ** 3, lambda: a @ b, a.astype(np.float64) @ b, 1e-3, matmul_on, matmul_cl,
+              1.1),
     ]
 
 
@@ -123,7 +150,21 @@ def run(ctx: Context) -> list[Figure]:
                 launch()
                 c.sync()
             fns[b.name] = timed
+        hand = "opencl hand-written"
+        if "opencl" in fns and pyopencl_available() is None:
+            launch, read = case.handwritten()
+            launch()
+            err = float(np.max(np.abs(read().astype(np.float64) - case.expected)
+                               / np.maximum(1.0, np.abs(case.expected))))
+            if err > case.tolerance:
+                wrong.append(f"{hand} gave a wrong result (max relative error {err:.2e})")
+            fns[hand] = launch
         t = compare(fns, repeat=ctx.repeat(3, 7), number=1)
+        targets = []
+        if hand in t:
+            r = ratio(t["opencl"], t[hand])
+            targets.append(Target(f"opencl generated (checked) within {case.target}x of "
+                                  "hand-written", fmt_ratio(r), r.median <= case.target))
         fig = Figure(
             6, case.name, "all",
             measured="one launch + sync per sample on each backend (loaded before timing), "
@@ -136,6 +177,10 @@ def run(ctx: Context) -> list[Figure]:
             columns=["who", "time: median [IQR]", "GB/s", "GFLOP/s", "of bandwidth",
                      "time / NumPy"],
             rows=[_row(name, tm, case, peak, t["NumPy"]) for name, tm in t.items()],
-            notes=wrong)
+            notes=wrong + ([f"{hand}: the same algorithm in OpenCL C (benchmarks/opencl_raw.py),"
+                            " built and run with PyOpenCL on the same device, its own context "
+                            "and buffers, `queue.finish()` after each launch"]
+                           if hand in t else []),
+            targets=targets)
         figures.append(fig)
     return figures

@@ -44,12 +44,14 @@ if TYPE_CHECKING:
         ArrayRef,
         CDialect,
         CEmitter,
+        InBounds,
         InfoEntry,
         InfoLayout,
         InfoWords,
         StandardC,
         StructuredEmitter,
         fold_count,
+        in_bounds,
     )
     from cubecl_server.metadata_cache import MetadataCache
     from cubecl_server.plugins.descriptor import BackendDescriptor, Runtime
@@ -81,6 +83,8 @@ __all__ = [
     "DriverError", "LaunchError", "code_names", "driver_error",
     # Lowering: the emitter skeleton, and the C-family emitter with its dialects
     "StructuredEmitter", "CEmitter", "CDialect", "StandardC", "ArrayRef", "UNSIGNED",
+    # Checked mode's bounds checks an emitter may leave out
+    "InBounds", "in_bounds",
     # What a launch passes besides its arrays, and folding a grid past a dispatch limit
     "InfoEntry", "InfoLayout", "InfoWords", "fold_count",
     # Where a launch's info words live, when they are passed through a buffer
@@ -109,9 +113,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
                              "CubeclError", "LaunchError"),
     "cubecl_server.execution": ("ExecutionMode",),
     "cubecl_server.kernel": ("CompiledKernel", "CubeCount", "CubeDim"),
-    "cubecl_server.lowering": ("UNSIGNED", "ArrayRef", "CDialect", "CEmitter", "InfoEntry",
-                               "InfoLayout", "InfoWords", "StandardC", "StructuredEmitter",
-                               "fold_count"),
+    "cubecl_server.lowering": ("UNSIGNED", "ArrayRef", "CDialect", "CEmitter", "InBounds",
+                               "InfoEntry", "InfoLayout", "InfoWords", "StandardC",
+                               "StructuredEmitter", "fold_count", "in_bounds"),
     "cubecl_server.metadata_cache": ("MetadataCache",),
     "cubecl_server.plugins.descriptor": ("BackendDescriptor", "Runtime"),
     "cubecl_server.plugins.hookspecs": ("hookimpl",),

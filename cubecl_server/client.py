@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cubecl_server import ir
-from cubecl_server.command import Command, Copy, Fill, Launch, Write, execute, nbytes
+from cubecl_server.command import Command, Copy, Fill, Write, execute, nbytes
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.loader import KernelLoader
 from cubecl_server.compiler.record import CompilationBatchRecord, CompilationRecord, Recorder
@@ -55,16 +55,26 @@ def elem_of_dtype(dtype: Any) -> ir.Elem:
 
 @dataclass(frozen=True)
 class _Plan:
-    """What every launch of one artifact needs to know, worked out on its first launch."""
+    """What every launch of one artifact needs to know, worked out on its first launch
+    (per kernel, comptime values and cube dim), so that a launch only checks its
+    arguments, follows taint and calls the server."""
 
     id: ArtifactId
     kernel: ir.Kernel
     params: tuple[tuple[ir.Param, type], ...]
     """Each parameter with the NumPy scalar type a scalar argument is passed as."""
-    reads: tuple[bool, ...]
-    """Per array parameter: whether the kernel reads it (a tainted one stops the launch)."""
-    writes: tuple[bool, ...]
-    """Per array parameter: whether the kernel writes it (it is tainted if the launch fails)."""
+    arrays: tuple[int, ...]
+    """The positions of the array parameters among all parameters, in order."""
+    scalars: tuple[int, ...]
+    """The positions of the scalar parameters, in order."""
+    reads: tuple[int, ...]
+    """Among the array parameters, those the kernel reads (a tainted one stops the
+    launch)."""
+    writes: tuple[int, ...]
+    """Among the array parameters, those the kernel writes (tainted if the launch
+    fails)."""
+    elems: tuple[ir.Elem, ...]
+    """The element type of each array parameter."""
 
 
 _COMPLETED = CompletedEvent()
@@ -119,8 +129,8 @@ class _Held:
     count: CubeCount
     dim: CubeDim
     handles: list[Handle]
-    arrays: list[Binding]
-    scalars: list[np.generic]
+    arrays: tuple[Binding, ...]
+    scalars: tuple[np.generic, ...]
 
 
 class ComputeClient:
@@ -299,7 +309,8 @@ class ComputeClient:
         self._counters.submissions += 1
         for h in held:
             if type(h) is _Held:
-                self._run_launch(h)
+                self._run_launch(h.plan, h.number, h.count, h.dim, h.handles, h.arrays,
+                                 h.scalars)
             else:
                 self._run_command(*h)  # type: ignore[misc]
 
@@ -351,7 +362,7 @@ class ComputeClient:
 
     def _plan(self, kernel: Launchable, cube_dim: CubeDim,
               comptime: dict[str, Any]) -> _Plan:
-        key = (kernel, tuple(comptime.items()), cube_dim)
+        key = (kernel, tuple(comptime.items()), cube_dim) if comptime else (kernel, cube_dim)
         plan = self._plans.get(key)
         if plan is None:
             aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
@@ -361,8 +372,11 @@ class ComputeClient:
             arrays = [p for p in k.params if p.array]
             plan = self._plans[key] = _Plan(
                 aid, k, tuple((p, _SCALAR_TYPES[p.elem]) for p in k.params),
-                tuple(p.name in read for p in arrays),
-                tuple(p.name in written for p in arrays))
+                tuple(i for i, p in enumerate(k.params) if p.array),
+                tuple(i for i, p in enumerate(k.params) if not p.array),
+                tuple(i for i, p in enumerate(arrays) if p.name in read),
+                tuple(i for i, p in enumerate(arrays) if p.name in written),
+                tuple(p.elem for p in arrays))
         return plan
 
     def artifact_id(self, kernel: Launchable, cube_dim: CubeDim | int | tuple[int, ...],
@@ -396,52 +410,60 @@ class ComputeClient:
         if type(cube_dim) is not CubeDim:
             cube_dim = CubeDim.of(cube_dim)
         plan = self._plan(kernel, cube_dim, comptime)
-        k = plan.kernel
         limit = self._max_count
         if cube_count.x > limit[0] or cube_count.y > limit[1] or cube_count.z > limit[2] \
                 or cube_count.total * cube_dim.total > MAX_UNITS:
-            raise LaunchError(cube_count_error(k, cube_count, cube_dim, self.capabilities))
-        handles, arrays, scalars = _bind(k.name, plan.params, args, self.memory)
+            raise LaunchError(cube_count_error(plan.kernel, cube_count, cube_dim,
+                                               self.capabilities))
+        handles, arrays, scalars = _bind(plan, args, self.memory)
         self._launches += 1
-        held = _Held(plan, self._launches, cube_count, cube_dim, handles, arrays, scalars)
         if self.policy is ExecutionPolicy.DEFERRED:
-            self._held.append(held)
+            self._held.append(_Held(plan, self._launches, cube_count, cube_dim, handles,
+                                    arrays, scalars))
         else:
-            self._run_launch(held)
+            self._run_launch(plan, self._launches, cube_count, cube_dim, handles, arrays,
+                             scalars)
 
-    def _run_launch(self, held: _Held) -> None:
+    def _run_launch(self, plan: _Plan, number: int, count: CubeCount, dim: CubeDim,
+                    handles: list[Handle], arrays: tuple[Binding, ...],
+                    scalars: tuple[np.generic, ...]) -> None:
         """Carry out one launch: skipped when an input is tainted, else obtained and
-        run in an ExecuteScope that taints its outputs if anything fails."""
-        plan, handles = held.plan, held.handles
-        k = plan.kernel
-        outputs = [h for h, w in zip(handles, plan.writes, strict=True) if w]
-        causes = [h.taint for h, r in zip(handles, plan.reads, strict=True)
-                  if r and h.taint is not None]
+        run; if anything fails, its outputs are tainted (as an ExecuteScope does)."""
         counters = self._counters
+        causes = None
+        for i in plan.reads:
+            taint = handles[i].taint
+            if taint is not None:
+                causes = [t for t in (handles[j].taint for j in plan.reads) if t is not None]
+                break
         if causes:
             counters.skipped += 1
-            taint = self.errors.propagate(k.name, held.number, self.backend, causes)
-            for h in outputs:
-                h.taint = taint
+            taint = self.errors.propagate(plan.kernel.name, number, self.backend, causes)
+            for i in plan.writes:
+                handles[i].taint = taint
             return
-        with ExecuteScope(self.errors, self.failures, k.name, held.number, self.backend,
-                          outputs) as scope:
+        try:
             try:
                 loaded = self.loader.get(plan.id)
             except Exception:
                 counters.compiled("failed")
                 raise
-            event = execute(self.server, Launch(loaded, held.count, held.dim,
-                                                tuple(held.arrays), tuple(held.scalars)))
-            counters.launches += 1
-            if self._traffic is not None:
-                self._traffic += sum(b.size for b in held.arrays)
-            for h in outputs:
-                # Its inputs were clean and it ran: what it wrote is valid again.
-                h.taint = None
-                h.event = event
-        if scope.failed is not None:
+            # The Launch command, carried out as execute() would, without the object.
+            event = self.server.launch(loaded, count, dim, arrays, scalars)
+        except Exception as exc:
+            outputs = [handles[i] for i in plan.writes]
+            ExecuteScope(self.errors, self.failures, plan.kernel.name, number, self.backend,
+                         outputs).__exit__(type(exc), exc, exc.__traceback__)
             counters.failed += 1
+            return
+        counters.launches += 1
+        if self._traffic is not None:
+            self._traffic += sum(b.size for b in arrays)
+        for i in plan.writes:
+            # Its inputs were clean and it ran: what it wrote is valid again.
+            h = handles[i]
+            h.taint = None
+            h.event = event
 
 
 def _read_arrays(k: ir.Kernel) -> tuple[set[str], set[str]]:
@@ -460,25 +482,25 @@ def _read_arrays(k: ir.Kernel) -> tuple[set[str], set[str]]:
     return read, written
 
 
-def _bind(kernel: str, params: tuple[tuple[ir.Param, type], ...], args: Sequence[Any],
-          memory: MemoryManagement) -> tuple[list[Handle], list[Binding], list[np.generic]]:
+def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
+          ) -> tuple[list[Handle], tuple[Binding, ...], tuple[np.generic, ...]]:
+    """The launch's buffers, their bindings and its scalars, each checked against its
+    parameter (``TypeError`` naming it)."""
+    params = plan.params
     if len(args) != len(params):
         names = ", ".join(p.name for p, _ in params)
-        raise TypeError(f"kernel {kernel!r} takes {len(params)} argument(s) ({names}), "
-                        f"got {len(args)}")
-    handles: list[Handle] = []
-    arrays: list[Binding] = []
-    scalars: list[np.generic] = []
-    for (p, scalar_type), a in zip(params, args, strict=True):
-        if p.array:
-            if type(a) is not Handle or a.elem is not p.elem or a.memory is not memory:
-                _bad_array(kernel, p, a)
-            handles.append(a)
-            arrays.append(a.binding())
-        else:
-            # The common case, a NumPy scalar of the right type, costs one comparison.
-            scalars.append(a if type(a) is scalar_type else _scalar(kernel, p, a))
-    return handles, arrays, scalars
+        raise TypeError(f"kernel {plan.kernel.name!r} takes {len(params)} argument(s) "
+                        f"({names}), got {len(args)}")
+    handles = [args[i] for i in plan.arrays]
+    for h, elem, i in zip(handles, plan.elems, plan.arrays, strict=True):
+        if type(h) is not Handle or h.elem is not elem or h.memory is not memory:
+            _bad_array(plan.kernel.name, params[i][0], h)
+    scalars = []
+    for i in plan.scalars:
+        # The common case, a NumPy scalar of the right type, costs one comparison.
+        a, (p, scalar_type) = args[i], params[i]
+        scalars.append(a if type(a) is scalar_type else _scalar(plan.kernel.name, p, a))
+    return handles, tuple(h.binding() for h in handles), tuple(scalars)
 
 
 def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:

@@ -8,7 +8,8 @@ arithmetic wraps, integer ``//`` and ``%`` by zero give 0 and ``MIN // -1`` wrap
 shift amounts are taken modulo the width, ``and``/``or`` are ``&&``/``||``, both
 sides of ``select`` are evaluated where one holds a plane operation), checked mode
 (a load outside reads 0; a store or atomic outside is dropped, its operands evaluated
-first so plane operations in them see every active unit), zero-initialised locals,
+first so plane operations in them see every active unit; an access the bounds pass
+proved inside its array is lowered as in unchecked mode), zero-initialised locals,
 local arrays and shared memory, ``sign`` of every numeric type, and the launch-grid
 builtins derived from the few a target has.
 
@@ -825,7 +826,7 @@ class CEmitter(StructuredEmitter):
             self._store_line(s, a, s.value.type)
             return
         value = self.d.to_memory(self.expr(s.value), a.elem)
-        if not self.checked:
+        if not self.needs_check(s):
             target = self.d.subscript(a, self.expr(s.index), s.index.type)
             self.line(f"{target} = {value};", ir.format_stmt(s))
             return
@@ -868,7 +869,7 @@ class CEmitter(StructuredEmitter):
         a = self.array(s.array)
         operands = [self.expr(x) for x in (s.compare, s.value) if x is not None]
         result = "" if s.result is None else f"l_{self.stems[s.result]} = "
-        if not self.checked:
+        if not self.needs_check(s):
             target = self.d.subscript(a, self.expr(s.index), s.index.type)
             self.line(f"{result}{self.d.atomic(self, s.op, a, target, operands)};",
                       ir.format_stmt(s))
@@ -1179,7 +1180,7 @@ class CEmitter(StructuredEmitter):
             ut = UNSIGNED[e.index.type]
             index = self.cast(self.expr(e.index), e.index.type, ut)
             return self.d.load_line(self, a, index, ut, e.type)
-        if not self.checked:
+        if not self.needs_check(e):
             value = self.d.subscript(a, self.expr(e.index), e.index.type)
         else:
             ut = UNSIGNED[e.index.type]

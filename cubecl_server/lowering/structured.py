@@ -26,6 +26,7 @@ from cubecl_server import ir
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
+from cubecl_server.lowering.bounds import InBounds, in_bounds
 
 __all__ = ["StructuredEmitter", "mangle"]
 
@@ -81,6 +82,9 @@ class StructuredEmitter:
         self.dim = (cube_dim.x, cube_dim.y, cube_dim.z)
         self.mode = mode
         self.checked = mode is ExecutionMode.CHECKED
+        self.proven: InBounds | None = in_bounds(kernel, cube_dim) if self.checked else None
+        """The accesses proven inside their array (checked mode only): lowered without
+        their check (:meth:`needs_check`)."""
         self.backend = backend
         self.ident = mangle(kernel.name)
         """The kernel's name as an identifier (entry points are named from it)."""
@@ -125,6 +129,12 @@ class StructuredEmitter:
     def shared_bytes(self) -> int:
         """Bytes of cube-local memory the kernel's shared arrays take (bool: one each)."""
         return sum(sh.size * (sh.elem.bits // 8) for sh in self.kernel.shared)
+
+    def needs_check(self, access: ir.Load | ir.Store | ir.AtomicStmt) -> bool:
+        """Whether ``access`` must be lowered with checked mode's bounds check: in
+        checked mode, unless :func:`~cubecl_server.lowering.bounds.in_bounds` proved
+        it inside its array."""
+        return self.proven is not None and access not in self.proven
 
     # ------------------------------------------------------------ output
 

@@ -51,7 +51,9 @@ divergent through masks (see :mod:`support` for values and masks):
   by statement (masked-off lanes just do not write). A barrier that only some units
   of a cube reach is undefined behaviour on every backend.
 - Memory: checked mode reads 0 outside an array (or a cube's shared array) and
-  drops writes outside; inactive lanes never write in either mode. Of several lanes
+  drops writes outside, except for the accesses the core's bounds pass proved
+  inside (:attr:`StructuredEmitter.proven`), lowered as in unchecked mode; inactive
+  lanes never write in either mode. Of several lanes
   storing to one address, the last in lane order wins. Atomics act as if the
   active lanes ran one after another in lane order (see :func:`support.atomic`).
 - Planes have :data:`PLANE_SIZE` units: consecutive units of a cube, the last plane
@@ -271,8 +273,8 @@ class _Emitter(StructuredEmitter):
             self.line(f"{self._py(p.name)} = arrays[{self.position[p.name]}]",
                       f"{p.name}: Array[{p.value_type.value}]")
         for p in self.scalars.values():
-            self.line(f"{self._py(p.name)} = {_dtype(p.elem)}(scalars[{self.position[p.name]}])",
-                      f"{p.name}: {p.elem.value}")
+            self.line(f"{self._py(p.name)} = _s.scalar(scalars[{self.position[p.name]}], "
+                      f"{_dtype(p.elem)})", f"{p.name}: {p.elem.value}")
         body_start = len(self.lines)
         self.depth = 3
         for loc in k.locals:
@@ -295,7 +297,7 @@ class _Emitter(StructuredEmitter):
                 self.line(f"{py} = _s.lines({self._py(name)}.shape[0], {line})",
                           f"len({name}): lines of {line}")
             elif kind == "len":
-                self.line(f"{py} = np.uint32({self._py(name)}.shape[0])", f"len({name})")
+                self.line(f"{py} = _s.length({self._py(name)})", f"len({name})")
             else:
                 self.line(f"{py} = _s.extent({kind}s[{self.position[name]}], {axis})",
                           f"{name}.{kind}[{axis}]")
@@ -361,14 +363,14 @@ class _Emitter(StructuredEmitter):
         # A value read from the array being written must not be a view of it.
         same = isinstance(s.value, ir.Load) and s.value.array == s.array
         val = self.value(s.value, consumed=not same)
-        arr = self._py(s.array)
+        arr, checked = self._py(s.array), self.needs_check(s)
         if s.array in self.shared:
             self.line(f"_s.store_shared({arr}, {self.shared[s.array].size}, g, "
-                      f"{self.expr(s.index)}, {val}, {mask}, {self.checked})", text)
+                      f"{self.expr(s.index)}, {val}, {mask}, {checked})", text)
             return
         if s.array in self.local_arrays:
             self.line(f"_s.store_local({arr}, {self.local_arrays[s.array].size}, g, "
-                      f"{self.expr(s.index)}, {val}, {mask}, {self.checked})", text)
+                      f"{self.expr(s.index)}, {val}, {mask}, {checked})", text)
             return
         line = self.arrays[s.array].line
         if line > 1 and self._is_pos(s.index):
@@ -381,7 +383,7 @@ class _Emitter(StructuredEmitter):
         if self._is_pos(s.index):
             self.line(f"_s.store_pos({arr}, g, {val}, {mask})", text)
             return
-        fn = "store" if self.checked else "store_unchecked"
+        fn = "store" if checked else "store_unchecked"
         self.line(f"_s.{fn}({arr}, {self.expr(s.index)}, {val}, {mask})", text)
 
     def stmt_if(self, s: ir.If) -> None:
@@ -482,7 +484,7 @@ class _Emitter(StructuredEmitter):
         idx, val = self.expr(s.index), self.expr(s.value)
         cmp = "None" if s.compare is None else self.expr(s.compare)
         call = (f"_s.{fn}({s.op.value!r}, {target}, g, {idx}, {val}, {cmp}, {mask}, "
-                f"{self.checked})")
+                f"{self.needs_check(s)})")
         text = ir.format_stmt(s)
         if s.result is None:
             self.line(call[:-1] + ", old=False)", text)
@@ -588,15 +590,16 @@ class _Emitter(StructuredEmitter):
         if line > 1:
             return (f"_s.load_line({arr}, {line}, {self.expr(e.index)}, {mask}, "
                     f"{self.checked})")
+        checked = self.needs_check(e)
         if e.array in self.shared:
             return (f"_s.load_shared({arr}, {self.shared[e.array].size}, g, "
-                    f"{self.expr(e.index)}, {mask}, {self.checked})")
+                    f"{self.expr(e.index)}, {mask}, {checked})")
         if e.array in self.local_arrays:
             return (f"_s.load_local({arr}, {self.local_arrays[e.array].size}, g, "
-                    f"{self.expr(e.index)}, {mask}, {self.checked})")
+                    f"{self.expr(e.index)}, {mask}, {checked})")
         if self._is_pos(e.index):
             return f"_s.{'view_pos' if self.consumed else 'load_pos'}({arr}, g)"
-        fn = "load" if self.checked else "load_unchecked"
+        fn = "load" if checked else "load_unchecked"
         return f"_s.{fn}({arr}, {self.expr(e.index)}, {mask})"
 
     def expr_metadata(self, e: ir.Len | ir.Shape | ir.Stride) -> str:

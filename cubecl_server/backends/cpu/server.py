@@ -35,9 +35,15 @@ CAPABILITIES = Capabilities(
 LoadedCpuKernel = Callable[..., None]
 
 
+_DTYPES = {e: np.dtype(e.numpy_name) for e in Elem}
+
+_VIEW_LIMIT = 1024
+"""Bindings whose views a server keeps before it drops them all."""
+
+
 def _view(b: Binding) -> np.ndarray:
     """The binding's bytes as a flat typed array, sharing memory with the storage."""
-    return b.resource[b.offset:b.offset + b.size].view(b.elem.numpy_name)
+    return b.resource[b.offset:b.offset + b.size].view(_DTYPES[b.elem])
 
 
 def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -46,6 +52,10 @@ def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         out.append(acc)
         acc *= extent
     return tuple(reversed(out))
+
+
+_Argument = tuple[Binding, np.ndarray, tuple[int, ...], tuple[int, ...]]
+"""A binding as a launch passes it: its view, shape and strides."""
 
 
 class CpuServer:
@@ -57,6 +67,17 @@ class CpuServer:
     def __init__(self, device: DeviceInfo) -> None:
         self.device = device
         self.storage = BytesStorage()
+        # id of a binding -> the binding (kept, so the id is not reused) and what a
+        # launch passes for it: the client binds a buffer as one Binding for its life.
+        self._arguments: dict[int, _Argument] = {}
+
+    def _argument(self, b: Binding) -> _Argument:
+        arg = self._arguments.get(id(b))
+        if arg is None or arg[0] is not b:
+            if len(self._arguments) >= _VIEW_LIMIT:
+                self._arguments.clear()
+            arg = self._arguments[id(b)] = (b, _view(b), b.shape, _strides(b.shape))
+        return arg
 
     def read(self, binding: Binding) -> np.ndarray:
         """A copy of the binding's elements."""
@@ -69,8 +90,8 @@ class CpuServer:
     def launch(self, kernel: LoadedCpuKernel, count: CubeCount, dim: CubeDim,
                arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
         """Run the kernel's generated ``run`` over every unit of the grid."""
-        kernel([_view(b) for b in arrays], [b.shape for b in arrays],
-               [_strides(b.shape) for b in arrays], list(scalars),
+        args = [self._argument(b) for b in arrays]
+        kernel([a[1] for a in args], [a[2] for a in args], [a[3] for a in args], scalars,
                (count.x, count.y, count.z), (dim.x, dim.y, dim.z))
 
     def sync(self) -> None:

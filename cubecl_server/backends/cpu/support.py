@@ -27,7 +27,7 @@ import numpy as np
 from numpy.polynomial import chebyshev as _cheb
 
 __all__ = [
-    "MAX_LANES", "Grid", "chunks", "check_dim", "extent",
+    "MAX_LANES", "Grid", "chunks", "check_dim", "extent", "length", "scalar",
     "and_", "andnot", "merge", "select", "idiv", "trip_count", "erf",
     "load", "load_unchecked", "view_pos", "load_pos", "store", "store_unchecked",
     "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
@@ -211,23 +211,64 @@ class Grid:
                 _cached(("plane_len", *key), length))
 
 
-def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> Iterator[Grid]:
+_GRIDS: dict[tuple[int, ...], tuple[Grid, ...]] = {}
+_GRID_LANES = 0
+"""Lanes of the grids in ``_GRIDS``: what their cached positions and masks may hold."""
+
+
+def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
     """The launch as chunks of whole cubes, each at most :data:`MAX_LANES` lanes.
 
     Cubes never share state, so running them chunk after chunk is the same launch.
+    The chunks of one ``(count, dim)`` are made once and kept (with what each one
+    computes on first use: positions, masks of its own), so a launch repeated with
+    the same geometry sets nothing up again; past ``4 * MAX_LANES`` lanes kept, the
+    kept chunks are dropped.
     """
+    global _GRID_LANES
+    key = (*count, *dim, MAX_LANES)
+    grids = _GRIDS.get(key)
+    if grids is not None:
+        return grids
     cnt = (int(count[0]), int(count[1]), int(count[2]))
     dm = (int(dim[0]), int(dim[1]), int(dim[2]))
     total = cnt[0] * cnt[1] * cnt[2]
     per = max(1, MAX_LANES // (dm[0] * dm[1] * dm[2]))
-    for cube0 in range(0, total, per):
-        yield Grid(cnt, dm, cube0, min(per, total - cube0))
+    grids = tuple(Grid(cnt, dm, cube0, min(per, total - cube0))
+                  for cube0 in range(0, total, per))
+    lanes = sum(g.n for g in grids)
+    if _GRID_LANES + lanes > 4 * MAX_LANES:
+        _GRIDS.clear()
+        _GRID_LANES = 0
+    _GRIDS[key] = grids
+    _GRID_LANES += lanes
+    return grids
 
 
 def check_dim(dim: tuple[int, ...], compiled: tuple[int, int, int]) -> None:
     """Refuse a launch whose cube dim is not the one the kernel was compiled for."""
-    if tuple(int(d) for d in dim) != compiled:
+    if dim != compiled and tuple(int(d) for d in dim) != compiled:
         raise ValueError(f"kernel compiled for cube dim {compiled}, launched with {tuple(dim)}")
+
+
+_LENGTHS: dict[int, np.uint32] = {}
+
+
+def length(arr: np.ndarray) -> np.uint32:
+    """``len(arr)`` as ``u32`` (each length made once: a launch reads it again)."""
+    n = arr.shape[0]
+    v = _LENGTHS.get(n)
+    if v is None:
+        if len(_LENGTHS) >= _CACHE_LIMIT:
+            _LENGTHS.clear()
+        v = _LENGTHS[n] = np.uint32(n)
+    return v
+
+
+def scalar(value: Any, dtype: type[np.generic]) -> np.generic:
+    """``value`` as a scalar of ``dtype``: itself when it already is one (the client
+    passes each scalar argument as its parameter's type)."""
+    return value if type(value) is dtype else dtype(value)
 
 
 def extent(dims: tuple[int, ...], axis: int) -> np.uint32:
@@ -596,6 +637,9 @@ def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
 
     Lanes past the end are dropped in both modes (see :func:`view_pos`).
     """
+    if m is True and g.p0 + g.n <= arr.shape[0]:
+        arr[g.p0:g.p0 + g.n] = val
+        return
     k = min(g.n, arr.shape[0] - g.p0)
     if k <= 0 or m is False:
         return
