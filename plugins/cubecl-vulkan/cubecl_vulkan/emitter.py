@@ -693,7 +693,7 @@ class SpirvEmitter(StructuredEmitter):
             self._store_line(a, s.index, value)
             return
         v = self._to_memory(value, a.elem)
-        if not self.checked:
+        if not self.needs_check(s):  # unchecked mode, or proven inside (lowering.bounds)
             i, ut = self._index(s.index)
             self.store(self._ptr(a, self._u32(i, ut)), v)
             return
@@ -806,7 +806,7 @@ class SpirvEmitter(StructuredEmitter):
         operands = [self.scalar(x) for x in (s.compare, s.value) if x is not None]
         t = a.elem
         self._atomic_features(s.op, a)
-        if not self.checked:
+        if not self.needs_check(s):
             i, ut = self._index(s.index)
             old = self._atomic(s.op, a, self._u32(i, ut), operands)
         else:
@@ -1287,7 +1287,7 @@ class SpirvEmitter(StructuredEmitter):
                     out.append(self.guarded(ok, self.ty(a.elem), lambda j=j: self._read(
                         a, self._u32(j, ut)), self.zero(a.elem)))
             return tuple(out)
-        if not self.checked:
+        if not self.needs_check(e):
             i, ut = self._index(e.index)
             return self._read(a, self._u32(i, ut))
         i, ut, inside = self._inside(a, e.index)
