@@ -110,7 +110,8 @@ def test_prune_and_clear(capsys: pytest.CaptureFixture[str]) -> None:
     _fill(4)
     assert "pruned 0 entries" in _run(capsys, "prune", "--older-than", "30d")
     out = _run(capsys, "prune", "--max-size", "0")
-    assert out.startswith("pruned 8 entries")  # 4 artifacts and their 4 source pointers
+    # 4 artifacts, their 4 source pointers, and per kernel its IR with one link of reads
+    assert out.startswith("pruned 16 entries")
     _fill(2)
     assert _run(capsys, "clear", "--backend", "vulkan") == "deleted 0 entries\n"
     assert _run(capsys, "clear", "--backend", "cpu") == "deleted 4 entries\n"
