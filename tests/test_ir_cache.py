@@ -187,7 +187,7 @@ def _rows() -> list[tuple[str, bytes]]:
 
 
 def test_the_stored_ir_is_the_parsed_ir(tmp_path: Path) -> None:
-    parsed = _axpb.ir()
+    parsed = kernel(_axpb.fn).ir()  # a new KernelFunction: parsed here, whatever ran before
     (link, end) = sorted(_rows(), key=lambda r: b"ir-kernel" in r[1])
     assert b"ir-reads" in link[1]
     text = ir.to_json(parsed)
@@ -260,9 +260,13 @@ def test_no_cache_means_nothing_stored(monkeypatch: pytest.MonkeyPatch) -> None:
     c = create_client("cpu")
     x = np.arange(100, dtype=np.float32)
     hx, ho = c.create(x), c.empty(100, np.float32)
-    _other.launch(c, CubeCount(2), CubeDim(64), hx, ho)
+    kernel(_other.fn).launch(c, CubeCount(2), CubeDim(64), hx, ho)
     assert (c.read(ho) == x).all()
     assert not environment_database().exists() or _rows() == []
+    monkeypatch.delenv("CUBECL_COMPILATION_CACHE")
+    reload_config()
+    kernel(_other.fn).ir()
+    assert len(_rows()) == 2
 
 
 def test_reads_name_helpers_scopes_and_module_attributes(tmp_path: Path) -> None:
