@@ -21,6 +21,7 @@ runs again. A store that fails turns the cache off for the process, with one war
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -198,12 +199,20 @@ def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
     if not (isinstance(line, int) and isinstance(read, list) and isinstance(written, list)
             and all(isinstance(n, str) for n in (*read, *written))):
         raise CorruptEntry("an IR entry without its line and launch plan")
+    # Decoding makes thousands of acyclic nodes for a large kernel: a collection of
+    # every generation in the middle of it (long, after a large import such as CuPy)
+    # would find nothing to free.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         kernel = ir.kernel_from_json(
             payload.decode("utf-8"), ir.SourceLoc(code_location(fn)[0], line),
             (frozenset(read), frozenset(written)))
     except (UnicodeDecodeError, ValueError) as e:
         raise CorruptEntry(str(e)) from None
+    finally:
+        if collecting:
+            gc.enable()
     if kernel.name != fn.__name__ or kernel.params != params or kernel.comptime != bound:
         raise CorruptEntry(f"it holds kernel {kernel.name!r} with other parameters or "
                            "comptime values")
