@@ -153,6 +153,11 @@ def fingerprint(obj: object, checked: bool = False) -> str | None:
     if isinstance(obj, (int, float)):
         # A subclass (an IntEnum...): its type too, to be safe.
         return f"{t.__module__}.{t.__qualname__}:{_number(obj)}"
+    if isinstance(obj, type) or t.__module__ == "typing":
+        # A class or a typing form can only be a helper's annotation in a kernel that
+        # parses (`tile: MyTile`, `v: Any`), where the frontend ignores all but the
+        # language's types: its name says all that matters.
+        return f"type:{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)!s}"
     return None
 
 
