@@ -21,13 +21,15 @@ import numpy as np
 import pytest
 from conftest import last_json_line, run_python
 
+import cubecl_server.lang.function as function
 from cubecl_server import ir
-from cubecl_server.client import create_client
+from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.compiler.store import environment_database
-from cubecl_server.lang import ABSOLUTE_POS, Array, CubeCount, CubeDim, f32, kernel
+from cubecl_server.lang import ABSOLUTE_POS, Array, CubeCount, CubeDim, KernelFunction, f32, kernel
 from cubecl_server.lang.frontend import parse_kernel
 from cubecl_server.lang.ircache import NAMESPACE
 from cubecl_server.lang.reads import Reads, fingerprint, resolve
+from cubecl_server.persistence.codec import decode_artifact, encode_artifact
 
 _MODULE = '''
 from cubecl_server.lang import (ABSOLUTE_POS, Array, Comptime, Line, cube_fn, f32, i32,
@@ -198,51 +200,45 @@ def test_the_stored_ir_is_the_parsed_ir(tmp_path: Path) -> None:
                                                          frozenset({"out"}))
 
 
-_LOAD = '''
-import json, sys
-import numpy as np
-import cubecl_server.lang.function as function
-from cubecl_server.client import create_client
-from test_ir_cache import _axpb
-
-parsed = []
-real = function.parse_kernel
-function.parse_kernel = lambda *a, **k: parsed.append(1) or real(*a, **k)
-c = create_client("cpu")
-x = np.random.default_rng().standard_normal(300).astype(np.float32)
-hx, ho = c.create(x), c.empty(300, np.float32)
-_axpb.launch(c, 5, 64, hx, ho)
-ok = bool(np.allclose(c.read(ho), x * np.float32(3.0) + np.float32(1.0), rtol=1e-6))
-print(json.dumps({"parsed": len(parsed), "ok": ok, "loc": str(_axpb.ir().loc)}))
-'''
-
-
-def _load() -> dict[str, Any]:
-    answer: dict[str, Any] = last_json_line(run_python(_LOAD))
-    assert answer["ok"]
-    return answer
+def _launch(c: ComputeClient) -> KernelFunction:
+    """Launch a new KernelFunction of ``_axpb`` (which asks the store, as a fresh process
+    would) on fresh data, and check the result against NumPy."""
+    k = kernel(_axpb.fn)
+    x = np.random.default_rng().standard_normal(300).astype(np.float32)
+    hx, ho = c.create(x), c.empty(300, np.float32)
+    k.launch(c, 5, 64, hx, ho)
+    assert np.allclose(c.read(ho), x * np.float32(3.0) + np.float32(1.0), rtol=1e-6)
+    return k
 
 
 @pytest.mark.parametrize("damage", ["garbage", "other kernel", "bad json"])
-def test_a_damaged_entry_is_purged_and_the_kernel_parsed_again(damage: str) -> None:
-    assert _load()["parsed"] == 1
-    warm = _load()
-    assert warm["parsed"] == 0 and warm["loc"] == str(_axpb.ir().loc)
+def test_a_damaged_entry_is_purged_and_the_kernel_parsed_again(
+        damage: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    parsed: list[str] = []
+    real = function.parse_kernel
+    monkeypatch.setattr(function, "parse_kernel",
+                        lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k))
+    c = create_client("cpu")
+    first = _launch(c).ir()
+    warm = _launch(c).ir()
+    assert parsed == ["_axpb"]
+    assert warm == first and warm.loc == first.loc and warm.digest == first.digest
     ((key, value),) = [r for r in _rows() if b"ir-kernel" in r[1]]
     if damage == "garbage":
         new = b"\x00" * len(value)
     else:
         # A well-formed, rightly bound envelope holding the wrong thing.
-        from cubecl_server.persistence.codec import decode_artifact, encode_artifact
-
         d = decode_artifact(value, namespace=NAMESPACE, key=key)
         other = ir.to_json(_other.ir()).encode() if damage == "other kernel" else b"{]"
         new = encode_artifact(d.kind, d.header, other, namespace=NAMESPACE, key=key)
     with sqlite3.connect(environment_database()) as conn:
         conn.execute("UPDATE entries SET value = ?, checksum = ?, size = ? WHERE key = ?",
                      (new, hashlib.sha256(new).hexdigest(), len(new), key))
-    assert _load()["parsed"] == 1  # purged, parsed, stored again
-    assert _load()["parsed"] == 0
+    _launch(c)
+    assert parsed.count("_axpb") == 2  # purged, parsed and stored again
+    assert f"stored IR {key[:16]} rejected" in caplog.text
+    _launch(c)
+    assert parsed.count("_axpb") == 2
 
 
 @kernel
