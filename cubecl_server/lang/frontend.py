@@ -220,7 +220,7 @@ class _Unit:
     """What the builders of one kernel and of the helpers inlined into it share, for
     one build of the kernel (``weak`` outlives it: it is what the builds learn)."""
 
-    def __init__(self, weak: WeakLocals, reads: Reads | None = None) -> None:
+    def __init__(self, weak: WeakLocals, reads: Reads | None) -> None:
         self.weak = weak
         self.reads = reads
         # id(expression) -> a weak local it derives from, for the expressions built
