@@ -368,7 +368,7 @@ class ComputeClient:
             aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
             k = aid.kernel.ir
             check_launch(k, cube_dim, self.capabilities)
-            read, written = _read_arrays(k)
+            read, written = k.array_access
             arrays = [p for p in k.params if p.array]
             plan = self._plans[key] = _Plan(
                 aid, k, tuple((p, _SCALAR_TYPES[p.elem]) for p in k.params),
@@ -464,22 +464,6 @@ class ComputeClient:
             h = handles[i]
             h.taint = None
             h.event = event
-
-
-def _read_arrays(k: ir.Kernel) -> tuple[set[str], set[str]]:
-    """The arrays ``k`` reads (loads, atomics) and those it writes (stores, atomics), in
-    one walk: for an array parameter, the latter is ``k.written_arrays``."""
-    read: set[str] = set()
-    written: set[str] = set()
-    for n in ir.walk(k.body):
-        if isinstance(n, ir.Load):
-            read.add(n.array)
-        elif isinstance(n, ir.Store):
-            written.add(n.array)
-        elif isinstance(n, ir.AtomicStmt):
-            read.add(n.array)
-            written.add(n.array)
-    return read, written
 
 
 def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement

@@ -38,7 +38,8 @@ __all__ = [
     "PlaneFn", "LineFill", "LineElement", "LineReduce", "ReduceFn", "Assign", "Store", "If",
     "For", "While", "Break", "Continue", "Return",
     "Barrier", "AtomicStmt", "AtomicOp", "Kernel", "Expr", "Stmt",
-    "to_json", "from_json", "format_expr", "format_stmt", "format_kernel", "walk",
+    "to_json", "from_json", "kernel_to_json", "kernel_from_json", "format_expr",
+    "format_stmt", "format_kernel", "walk",
 ]
 
 
@@ -690,10 +691,23 @@ class Kernel:
     def written_arrays(self) -> frozenset[str]:
         """Names of the array parameters the kernel stores to (its outputs)."""
         params = {p.name for p in self.params if p.array}
-        return frozenset(
-            n.array for n in walk(self.body)
-            if isinstance(n, (Store, AtomicStmt)) and n.array in params
-        )
+        return self.array_access[1] & params
+
+    @cached_property
+    def array_access(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Names of the arrays (parameters, shared and local arrays) the kernel reads
+        (loads, atomics) and of those it writes (stores, atomics), from one walk."""
+        read: set[str] = set()
+        written: set[str] = set()
+        for n in walk(self.body):
+            if isinstance(n, Load):
+                read.add(n.array)
+            elif isinstance(n, Store):
+                written.add(n.array)
+            elif isinstance(n, AtomicStmt):
+                read.add(n.array)
+                written.add(n.array)
+        return frozenset(read), frozenset(written)
 
 
 # ---------------------------------------------------------------- traversal
@@ -813,17 +827,31 @@ def _encode_other(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__} in the IR")
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_decode(v) for v in value)
-    if isinstance(value, dict):
-        if "enum" in value:
-            return _ENUMS[value["enum"]](value["v"])
-        if "float" in value:
-            return float.fromhex(value["float"])
-        cls = _NODES[value["node"]]
-        return cls(**{k: _decode(v) for k, v in value.items() if k != "node"})
-    return value
+_ENUM_MEMBERS: dict[tuple[str, Any], enum.Enum] = {
+    (name, member._value_): member for name, cls in _ENUMS.items() for member in cls
+}
+
+
+def _tuple(value: list[Any]) -> tuple[Any, ...]:
+    return tuple([_tuple(v) if type(v) is list else v for v in value])
+
+
+def _decode_object(value: dict[str, Any]) -> Any:
+    # json calls this for each object, innermost first: its members are decoded.
+    name = value.get("enum")
+    if name is not None:
+        return _ENUM_MEMBERS[(name, value["v"])]
+    text = value.get("float")
+    if text is not None:
+        return float.fromhex(text)
+    cls = _NODES[value.pop("node")]
+    for k, v in value.items():
+        if type(v) is list:
+            value[k] = _tuple(v)
+    return cls(**value)
+
+
+_DECODER = json.JSONDecoder(object_hook=_decode_object)
 
 
 def to_json(node: Any) -> str:
@@ -833,7 +861,38 @@ def to_json(node: Any) -> str:
 
 def from_json(text: str) -> Any:
     """Rebuild an IR node from :func:`to_json` output (``loc`` is not restored)."""
-    return _decode(json.loads(text))
+    value = _DECODER.decode(text)
+    return _tuple(value) if type(value) is list else value
+
+
+def kernel_to_json(kernel: Kernel) -> str:
+    """:func:`to_json` of ``kernel``, which gives it its digest (the text's SHA-256) on
+    the way, so that the two need one encoding, not two."""
+    text = to_json(kernel)
+    kernel.__dict__.setdefault("digest", hashlib.sha256(text.encode()).hexdigest())
+    return text
+
+
+def kernel_from_json(text: str, loc: SourceLoc | None = None,
+                     access: tuple[frozenset[str], frozenset[str]] | None = None) -> Kernel:
+    """Rebuild a kernel from :func:`to_json` output, with its ``loc`` and, when given,
+    its :attr:`Kernel.array_access`. Its digest is the SHA-256 of ``text``, not of a
+    new encoding: to_json's output is canonical, so that is the digest it would give.
+
+    Raises ValueError when ``text`` is not a serialised kernel.
+    """
+    try:
+        kernel = from_json(text)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"not a serialised kernel: {type(exc).__name__}: {exc}") from None
+    if type(kernel) is not Kernel:
+        raise ValueError(f"not a serialised kernel: a {type(kernel).__name__}")
+    kernel = dataclasses.replace(kernel, loc=loc)
+    # Filled as the cached properties would fill them.
+    kernel.__dict__["digest"] = hashlib.sha256(text.encode()).hexdigest()
+    if access is not None:
+        kernel.__dict__["array_access"] = access
+    return kernel
 
 
 # ---------------------------------------------------------------- printing

@@ -109,8 +109,13 @@ def test_verify_purges_and_reports_a_corrupt_entry(capsys: pytest.CaptureFixture
 def test_prune_and_clear(capsys: pytest.CaptureFixture[str]) -> None:
     _fill(4)
     assert "pruned 0 entries" in _run(capsys, "prune", "--older-than", "30d")
+    stored = json.loads(_run(capsys, "info", "--json"))["namespaces"]
+    # 4 artifacts and their 4 source pointers; the IR of each kernel too, unless this
+    # process parsed it before (an earlier test), and then it was not stored here.
+    artifacts = sum(n["entries"] for n in stored if n["namespace"].startswith("cpu/"))
+    assert artifacts == 8
     out = _run(capsys, "prune", "--max-size", "0")
-    assert out.startswith("pruned 8 entries")  # 4 artifacts and their 4 source pointers
+    assert out.startswith(f"pruned {sum(n['entries'] for n in stored)} entries")
     _fill(2)
     assert _run(capsys, "clear", "--backend", "vulkan") == "deleted 0 entries\n"
     assert _run(capsys, "clear", "--backend", "cpu") == "deleted 4 entries\n"

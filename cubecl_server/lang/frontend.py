@@ -27,6 +27,7 @@ from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
 from .assigned import DefiniteAssignment
+from .reads import MISSING, Path, Reads
 from .signature import (
     LINE_SIZE,
     ComptimeValue,
@@ -62,12 +63,14 @@ __all__ = ["parse_kernel", "kernel_signature", "KernelSignature"]
 @raises_at_kernel_line
 def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = None, *,
                  source: KernelSource | None = None,
-                 signature: KernelSignature | None = None) -> ir.Kernel:
+                 signature: KernelSignature | None = None,
+                 reads: Reads | None = None) -> ir.Kernel:
     """Compile the kernel function ``fn``, specialised with ``comptime``, into IR.
 
     ``source`` and ``signature``, when given, are ``load_source(fn)`` and
     ``kernel_signature(fn, source)`` made earlier (a kernel parsed again for other
-    comptime values need not read its file again).
+    comptime values need not read its file again). ``reads``, when given, is told
+    every name resolved outside the kernel's own code (the IR cache's key).
 
     Raises KernelSyntaxError for anything outside the kernel language (its traceback
     ends at the kernel's line, with none of the frontend's frames) and TypeError for
@@ -80,7 +83,7 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
     params = sig.specialise(dict(bound), sig.bind_line_sizes((comptime or {}).get(LINE_SIZE)))
     weak = WeakLocals()
     while True:
-        unit = _Unit(weak)
+        unit = _Unit(weak, reads)
         unit.has_lines = bool(sig.lines)
         try:
             body = _KernelBuilder(fn, source, params, dict(bound), unit).build()
@@ -217,8 +220,9 @@ class _Unit:
     """What the builders of one kernel and of the helpers inlined into it share, for
     one build of the kernel (``weak`` outlives it: it is what the builds learn)."""
 
-    def __init__(self, weak: WeakLocals) -> None:
+    def __init__(self, weak: WeakLocals, reads: Reads | None) -> None:
         self.weak = weak
+        self.reads = reads
         # id(expression) -> a weak local it derives from, for the expressions built
         # from weak locals (their type is the class's, and a use may still fix it).
         self.weak_values: dict[int, str] = {}
@@ -279,8 +283,10 @@ class _KernelBuilder:
 
     def __init__(self, fn: Callable[..., Any], source: KernelSource,
                  params: tuple[ir.Param, ...], comptime: dict[str, ComptimeValue],
-                 unit: _Unit, helper: str | None = None) -> None:
+                 unit: _Unit, helper: str | None = None, scope: Path = ()) -> None:
         self.fn = fn
+        # The path of this builder's scope from the kernel's (a helper's, as reached).
+        self.scope = scope
         self.src = source
         self.unit = unit
         self.helper = helper
@@ -487,10 +493,14 @@ class _KernelBuilder:
 
     def _lookup(self, name: str) -> object:
         if name in self.closure:
-            return self.closure[name]
-        if name in self.globals:
-            return self.globals[name]
-        return getattr(builtins, name, _NOT_FOUND)
+            obj = self.closure[name]
+        elif name in self.globals:
+            obj = self.globals[name]
+        else:
+            obj = getattr(builtins, name, _NOT_FOUND)
+        if self.unit.reads is not None:
+            self.unit.reads.note((*self.scope, name), MISSING if obj is _NOT_FOUND else obj)
+        return obj
 
     def static(self, node: ast.expr) -> object:
         """The Python object a name or ``module.attr`` refers to (callees, types)."""
@@ -514,6 +524,9 @@ class _KernelBuilder:
             if not isinstance(base, pytypes.ModuleType):
                 raise self.fail(node, f"attribute access (`{self.seg(node)}`) is not "
                                       "supported in kernels")
+            if self.unit.reads is not None:
+                self.unit.reads.note((*self.scope, *_dotted(node)),
+                                     getattr(base, node.attr, MISSING))
             if not hasattr(base, node.attr):
                 close = difflib.get_close_matches(
                     node.attr, [n for n in dir(base) if not n.startswith("_")], n=1)
@@ -1947,13 +1960,16 @@ class _KernelBuilder:
         except TypeError as exc:
             raise self.fail(node, f"bad call to cube_fn `{cf.name}`: {exc}") from None
         bound.apply_defaults()
-        child = _KernelBuilder(fn, source, (), {}, unit, helper=cf.name)
+        child = _KernelBuilder(fn, source, (), {}, unit, helper=cf.name,
+                               scope=(*self.scope, *_dotted(node.func)))
+        reads = unit.reads
         prologue: list[ir.Stmt] = []
         for pname, arg in bound.arguments.items():
             ann = sig.parameters[pname].annotation
             if ann is not inspect.Parameter.empty:
                 try:
-                    ann = resolve_annotation(fn, ann)
+                    ann = resolve_annotation(fn, ann, record=None if reads is None else (
+                        lambda name, obj: reads.note((*child.scope, name), obj)))
                 except Exception as exc:
                     raise KernelSyntaxError(
                         f"cannot evaluate the annotation of `{pname}` of cube_fn "
@@ -2187,6 +2203,14 @@ def _span(first: ast.expr, last: ast.expr) -> ast.AST:
     node.lineno, node.col_offset = first.lineno, first.col_offset
     node.end_lineno, node.end_col_offset = last.end_lineno, last.end_col_offset
     return node
+
+
+def _dotted(node: ast.expr) -> Path:
+    """The names of a name or a chain of module attributes (``mod.helper``)."""
+    if isinstance(node, ast.Attribute):
+        return (*_dotted(node.value), node.attr)
+    assert isinstance(node, ast.Name)
+    return (node.id,)
 
 
 def _numpy_elem(obj: object) -> ir.Elem | None:

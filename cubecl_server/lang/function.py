@@ -7,10 +7,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cubecl_server import ir
-from cubecl_server.errors import KernelSyntaxError, LaunchError
+from cubecl_server.errors import LaunchError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
 from cubecl_server.lang.frontend import parse_kernel
+from cubecl_server.lang.ircache import cached_kernel
+from cubecl_server.lang.reads import Reads
 from cubecl_server.lang.signature import LINE_SIZE, KernelSignature, kernel_signature
 from cubecl_server.lang.source import KernelSource, load_source, raises_at_kernel_line
 
@@ -25,7 +27,9 @@ class KernelFunction:
     """A function written in the kernel language, ready to launch on any backend.
 
     Made by :func:`kernel`. Its IR is built once per set of comptime values, on the
-    first launch that needs it; later launches reuse the ids made then.
+    first launch that needs it, or read from the environment's store where a process
+    before built it from the same everything (:mod:`.ircache`); later launches reuse
+    the ids made then.
     """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
@@ -51,13 +55,8 @@ class KernelFunction:
     def signature(self) -> KernelSignature:
         """The kernel's parameters: runtime ones in order, and comptime ones."""
         if self._signature is None:
-            try:
-                source = self._load_source()
-            except KernelSyntaxError:
-                # kernel_signature reads what it can without the source.
-                self._signature = kernel_signature(self.fn)
-            else:
-                self._signature = kernel_signature(self.fn, source)
+            # The source only places errors: kernel_signature reads it if there is one.
+            self._signature = kernel_signature(self.fn, self._source)
         return self._signature
 
     @raises_at_kernel_line
@@ -71,16 +70,24 @@ class KernelFunction:
         key = tuple(sorted(comptime.items()))
         kid = self._ids.get(key)
         if kid is None:
-            self.signature.bind_comptime(comptime)
+            sig = self.signature
+            bound = sig.bind_comptime(comptime)
             with self._lock:
                 kid = self._ids.get(key)
                 if kid is None:
-                    # Read once for every comptime set; a failure raises here as
-                    # parse_kernel would raise it.
-                    source = self._load_source()
-                    kid = self._ids[key] = KernelId.of(parse_kernel(
-                        self.fn, comptime, source=source, signature=self.signature))
+                    sizes = sig.bind_line_sizes(comptime.get(LINE_SIZE))
+                    kid = self._ids[key] = KernelId.of(cached_kernel(
+                        self.fn, sig, bound, sizes,
+                        lambda reads: self._parse(comptime, reads)))
         return kid
+
+    def _parse(self, comptime: dict[str, Any], reads: Reads) -> tuple[ir.Kernel, str]:
+        """Run the frontend: the kernel, and the source text it parsed."""
+        # Read once for every comptime set; a failure raises here as parse_kernel
+        # would raise it.
+        source = self._load_source()
+        return parse_kernel(self.fn, comptime, source=source, signature=self.signature,
+                            reads=reads), source.text
 
     @raises_at_kernel_line
     def ir(self, **comptime: Any) -> ir.Kernel:

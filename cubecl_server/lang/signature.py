@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import numbers
 from collections.abc import Callable, Mapping
@@ -11,6 +12,7 @@ from typing import Any
 
 from .. import ir
 from ..errors import KernelSyntaxError
+from .reads import MISSING
 from .source import KernelSource, closure_vars, code_location, load_source
 from .types import SCALAR_TYPES, ArrayType, ComptimeType, LineType, ScalarType, TypeRef, dtype
 
@@ -178,23 +180,56 @@ def _coerce_comptime(kernel: str, name: str, kind: type, raw: object) -> Comptim
 
 
 def resolve_annotation(fn: Callable[..., Any], ann: object,
-                       type_vars: Mapping[str, object] | None = None) -> object:
+                       type_vars: Mapping[str, object] | None = None,
+                       record: Callable[[str, object], None] | None = None) -> object:
     """The object annotation ``ann`` of ``fn`` denotes, evaluated in ``fn``'s scope.
 
     Under ``from __future__ import annotations`` every annotation is a string;
-    ``type_vars`` (comptime dtype names) shadow the function's globals.
+    ``type_vars`` (comptime dtype names) shadow the function's globals. ``record``,
+    when given, is told each name a string annotation resolves and what it found
+    there (a builtin, or ``reads.MISSING``).
     """
     if not isinstance(ann, str):
         return ann
     scope: dict[str, Any] = {**fn.__globals__, **closure_vars(fn)}
     scope.update(type_vars or {})
+    names: Mapping[str, object] = scope if record is None else _Recorded(scope, record)
     value: object = ann
     # A quoted annotation under the future import is a string of a string.
     for _ in range(3):
         if not isinstance(value, str):
             break
-        value = eval(value, scope)
+        value = eval(value, {"__builtins__": builtins}, names)
     return value
+
+
+class _Recorded(dict[str, object]):
+    """A scope that tells ``record`` every name looked up in it: as the locals of an
+    ``eval``, it sees the names the expression reads, builtins included."""
+
+    def __init__(self, scope: dict[str, Any], record: Callable[[str, object], None]) -> None:
+        super().__init__()
+        self.scope = scope
+        self.record = record
+
+    def __getitem__(self, name: str) -> object:
+        value = self.scope[name] if name in self.scope else getattr(builtins, name, MISSING)
+        self.record(name, value)
+        if value is MISSING:
+            raise KeyError(name)
+        return value
+
+
+def _arg_node(a: ast.arguments, pname: str) -> ast.arg | None:
+    """The node of parameter ``pname`` (``*args`` and ``**kwargs`` with their stars)."""
+    for node in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+        if node.arg == pname:
+            return node
+    if a.vararg is not None and pname == "*" + a.vararg.arg:
+        return a.vararg
+    if a.kwarg is not None and pname == "**" + a.kwarg.arg:
+        return a.kwarg
+    return None
 
 
 def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None) -> KernelSignature:
@@ -204,28 +239,21 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
     default); keyword-only ones are ``Comptime[...]`` (a default is allowed). A runtime
     parameter's string annotation may name a ``Comptime[dtype]`` parameter
     (``a: "Array[T]"``, ``x: "T"``): see :attr:`KernelSignature.generic`.
+    ``source`` (``load_source(fn)``) only places errors: without it, the file is read
+    when there is an error to place.
     """
     file, first = code_location(fn)
-    if source is None:
-        try:
-            source = load_source(fn)
-        except KernelSyntaxError:
-            source = None
-    arg_nodes: dict[str, ast.arg] = {}
-    if source is not None:
-        a = source.tree.args
-        for node in (*a.posonlyargs, *a.args, *a.kwonlyargs):
-            arg_nodes[node.arg] = node
-        if a.vararg is not None:
-            arg_nodes["*" + a.vararg.arg] = a.vararg
-        if a.kwarg is not None:
-            arg_nodes["**" + a.kwarg.arg] = a.kwarg
 
     def fail(message: str, pname: str | None = None) -> KernelSyntaxError:
-        node = arg_nodes.get(pname) if pname else None
-        line = source.line(node) if (node is not None and source is not None) else (
-            source.line(source.tree) if source is not None else first)
-        return KernelSyntaxError(message, file, line)
+        # The source only places an error, so it is read when there is one.
+        src = source
+        if src is None:
+            try:
+                src = load_source(fn)
+            except KernelSyntaxError:
+                return KernelSyntaxError(message, file, first)
+        node = _arg_node(src.tree.args, pname) if pname else None
+        return KernelSyntaxError(message, file, src.line(src.tree if node is None else node))
 
     try:
         sig = inspect.signature(fn)

@@ -15,8 +15,8 @@ from typing import Any, ParamSpec, TypeVar
 
 from ..errors import KernelSyntaxError
 
-__all__ = ["KernelSource", "load_source", "code_location", "closure_vars", "body_of",
-           "hide_frontend_frames", "raises_at_kernel_line"]
+__all__ = ["KernelSource", "load_source", "quick_text", "code_location", "closure_vars",
+           "body_of", "hide_frontend_frames", "raises_at_kernel_line"]
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,27 @@ def load_source(fn: Callable[..., Any]) -> KernelSource:
             "kernel (lambdas and generated functions have no usable source)", file, first,
             function=fn.__name__)
     return KernelSource(tree=tree, file=file, offset=offset, text=text)
+
+
+def quick_text(fn: Callable[..., Any], checked: bool = False) -> str | None:
+    """``fn``'s definition as :func:`load_source` finds it by indentation, without
+    parsing it: the text the IR cache keys a kernel or helper by. None when it cannot
+    be read that way (no source, tabs, a header indentation cannot follow).
+
+    ``checked``: also None unless the text parses as one statement, which is when
+    :func:`load_source` parses this very text (otherwise it tokenizes the file).
+    """
+    try:
+        lines, start = inspect.findsource(inspect.unwrap(fn))
+    except (OSError, TypeError):
+        return None
+    quick = _quick_block(lines[start:])
+    if quick is None:
+        return None
+    text = "".join(quick)
+    if checked and _parse_one(textwrap.dedent(text)) is None:
+        return None
+    return text
 
 
 def _parse_block(raw: str, offset: int, fn: Callable[..., Any], file: str,

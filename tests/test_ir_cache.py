@@ -1,0 +1,305 @@
+"""The IR cache: a fresh process takes a kernel's IR from the store instead of parsing
+it, and anything the frontend read that changes between processes is a new key.
+
+The processes are real: each runs the kernels of a module written here, on the cpu
+backend, against NumPy on fresh data whose length does not divide the cube size, and
+says which kernels the frontend parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import sqlite3
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import last_json_line, run_python
+
+import cubecl_server.lang.function as function
+from cubecl_server import ir
+from cubecl_server.client import ComputeClient, create_client
+from cubecl_server.compiler.store import environment_database
+from cubecl_server.lang import ABSOLUTE_POS, Array, CubeCount, CubeDim, KernelFunction, f32, kernel
+from cubecl_server.lang.frontend import parse_kernel
+from cubecl_server.lang.ircache import NAMESPACE
+from cubecl_server.lang.reads import Reads, fingerprint, resolve
+from cubecl_server.persistence.codec import decode_artifact, encode_artifact
+
+_MODULE = '''
+from cubecl_server.lang import (ABSOLUTE_POS, Array, Comptime, Line, cube_fn, f32, i32,
+                                kernel, line_size)
+
+SCALE = {scale}
+DT = {dt}
+
+
+@cube_fn
+def bump(v: f32) -> f32:
+    return v + {add}
+
+
+@kernel
+def uses_global(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] * SCALE
+
+
+@kernel
+def uses_helper(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = bump(x[i])
+
+
+@kernel
+def uses_dtype(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = f32(DT(x[i]))
+
+
+@kernel
+def uses_comptime(x: Array[f32], out: Array[f32], *, N: Comptime[int]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] * N
+
+
+@kernel
+def uses_lines(x: Array[Line[f32]], out: Array[Line[f32]]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] * f32(line_size(x))
+
+
+def make(k):
+    @kernel
+    def uses_closure(x: Array[f32], out: Array[f32]):
+        i = ABSOLUTE_POS
+        if i < len(out):
+            out[i] = x[i] + k
+    return uses_closure
+'''
+
+# Runs every kernel of the module with the settings in argv[2]; prints, per kernel,
+# whether the frontend parsed it, whether the result matched NumPy, and its digest.
+_RUN = '''
+import importlib.util, json, sys
+import numpy as np
+import cubecl_server.lang.function as function
+from cubecl_server.client import create_client
+
+parsed = []
+real = function.parse_kernel
+def counting(fn, *args, **kwargs):
+    parsed.append(fn.__name__)
+    return real(fn, *args, **kwargs)
+function.parse_kernel = counting
+
+spec = importlib.util.spec_from_file_location("kmod", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+sys.modules["kmod"] = mod
+spec.loader.exec_module(mod)
+v = json.loads(sys.argv[2])
+c = create_client("cpu")
+n = 1001
+x = np.random.default_rng().uniform(-8, 8, n).astype(np.float32)
+x[:4] = [0.0, -0.5, 2.75, -3.999]
+dt = np.int32 if v["dt"] == "i32" else np.float32
+runs = {
+    "uses_global": (mod.uses_global, {}, x * np.float32(v["scale"])),
+    "uses_helper": (mod.uses_helper, {}, x + np.float32(v["add"])),
+    "uses_dtype": (mod.uses_dtype, {}, x.astype(dt).astype(np.float32)),
+    "uses_comptime": (mod.uses_comptime, {"N": v["n"]}, x * np.float32(v["n"])),
+    "uses_lines": (mod.uses_lines, {"line_size": v["line"]}, x * np.float32(v["line"])),
+    "uses_closure": (mod.make(v["k"]), {}, x + np.float32(v["k"])),
+}
+out = {}
+for name, (k, comptime, want) in runs.items():
+    hx, ho = c.create(x), c.empty(n, np.float32)
+    k.launch(c, -(-n // 64), 64, hx, ho, **comptime)
+    got = c.read(ho)
+    out[name] = {"ok": bool(np.allclose(got, want, rtol=1e-6)),
+                 "digest": k.kernel_id(comptime).digest}
+print(json.dumps({"parsed": sorted(set(parsed)), "kernels": out}))
+'''
+
+_FIRST = {"scale": 2.5, "dt": "f32", "add": 1.25, "n": 2, "line": 4, "k": 0.5}
+_CHANGED = {"scale": -3.0, "dt": "i32", "add": 7.0, "n": 3, "line": 2, "k": 1.5}
+_KERNELS = ["uses_closure", "uses_comptime", "uses_dtype", "uses_global", "uses_helper",
+            "uses_lines"]
+
+
+def _write(path: Path, v: dict[str, Any]) -> None:
+    path.write_text(_MODULE.format(scale=v["scale"], dt=v["dt"], add=v["add"]))
+
+
+def _run(path: Path, v: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = last_json_line(run_python(
+        f"import sys; sys.argv = ['run', {str(path)!r}, {json.dumps(json.dumps(v))}]\n"
+        + _RUN))
+    bad = [k for k, r in answer["kernels"].items() if not r["ok"]]
+    assert not bad, f"wrong results from {bad} with {v}"
+    return answer
+
+
+def test_each_thing_the_frontend_read_keys_the_stored_ir(tmp_path: Path) -> None:
+    module = tmp_path / "kmod.py"
+    _write(module, _FIRST)
+    first = _run(module, _FIRST)
+    assert first["parsed"] == _KERNELS
+    # A fresh process with nothing changed runs every kernel without the frontend.
+    again = _run(module, _FIRST)
+    assert again["parsed"] == []
+    assert again["kernels"] == first["kernels"]
+    # A new global constant, helper body, module-level dtype, comptime value, line
+    # size and closure value: every kernel is parsed again and runs with its new
+    # meaning (the results are checked against NumPy in the process).
+    _write(module, _CHANGED)
+    changed = _run(module, _CHANGED)
+    assert changed["parsed"] == _KERNELS
+    assert all(changed["kernels"][k]["digest"] != first["kernels"][k]["digest"]
+               for k in _KERNELS)
+    # What was stored first is still there (entries are never overwritten), under
+    # keys of its own.
+    _write(module, _FIRST)
+    back = _run(module, _FIRST)
+    assert back["parsed"] == []
+    assert back["kernels"] == first["kernels"]
+
+
+@kernel
+def _axpb(x: Array[f32], out: Array[f32]) -> None:
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] * 3.0 + 1.0
+
+
+def _rows() -> list[tuple[str, bytes]]:
+    with sqlite3.connect(environment_database()) as conn:
+        return conn.execute("SELECT key, value FROM entries WHERE namespace = ?",
+                            (NAMESPACE,)).fetchall()
+
+
+def test_the_stored_ir_is_the_parsed_ir(tmp_path: Path) -> None:
+    parsed = kernel(_axpb.fn).ir()  # a new KernelFunction: parsed here, whatever ran before
+    (link, end) = sorted(_rows(), key=lambda r: b"ir-kernel" in r[1])
+    assert b"ir-reads" in link[1]
+    text = ir.to_json(parsed)
+    assert text.encode() in end[1]
+    loaded = ir.kernel_from_json(text, parsed.loc)
+    assert loaded == parsed and loaded.digest == parsed.digest
+    assert loaded.array_access == parsed.array_access == (frozenset({"x"}),
+                                                         frozenset({"out"}))
+
+
+def _launch(c: ComputeClient) -> KernelFunction:
+    """Launch a new KernelFunction of ``_axpb`` (which asks the store, as a fresh process
+    would) on fresh data, and check the result against NumPy."""
+    k = kernel(_axpb.fn)
+    x = np.random.default_rng().standard_normal(300).astype(np.float32)
+    hx, ho = c.create(x), c.empty(300, np.float32)
+    k.launch(c, 5, 64, hx, ho)
+    assert np.allclose(c.read(ho), x * np.float32(3.0) + np.float32(1.0), rtol=1e-6)
+    return k
+
+
+@pytest.mark.parametrize("damage", ["garbage", "other kernel", "bad json"])
+def test_a_damaged_entry_is_purged_and_the_kernel_parsed_again(
+        damage: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    parsed: list[str] = []
+    real = function.parse_kernel
+    monkeypatch.setattr(function, "parse_kernel",
+                        lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k))
+    c = create_client("cpu")
+    first = _launch(c).ir()
+    warm = _launch(c).ir()
+    assert parsed == ["_axpb"]
+    assert warm == first and warm.loc == first.loc and warm.digest == first.digest
+    ((key, value),) = [r for r in _rows() if b"ir-kernel" in r[1]]
+    if damage == "garbage":
+        new = b"\x00" * len(value)
+    else:
+        # A well-formed, rightly bound envelope holding the wrong thing.
+        d = decode_artifact(value, namespace=NAMESPACE, key=key)
+        other = ir.to_json(_other.ir()).encode() if damage == "other kernel" else b"{]"
+        new = encode_artifact(d.kind, d.header, other, namespace=NAMESPACE, key=key)
+    with sqlite3.connect(environment_database()) as conn:
+        conn.execute("UPDATE entries SET value = ?, checksum = ?, size = ? WHERE key = ?",
+                     (new, hashlib.sha256(new).hexdigest(), len(new), key))
+    _launch(c)
+    assert parsed.count("_axpb") == 2  # purged, parsed and stored again
+    assert f"stored IR {key[:16]} rejected" in caplog.text
+    _launch(c)
+    assert parsed.count("_axpb") == 2
+
+
+@kernel
+def _other(x: Array[f32], out: Array[f32]) -> None:
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i]
+
+
+def test_no_cache_means_nothing_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cubecl_server.config import reload_config
+
+    monkeypatch.setenv("CUBECL_COMPILATION_CACHE", "false")
+    reload_config()
+    c = create_client("cpu")
+    x = np.arange(100, dtype=np.float32)
+    hx, ho = c.create(x), c.empty(100, np.float32)
+    kernel(_other.fn).launch(c, CubeCount(2), CubeDim(64), hx, ho)
+    assert (c.read(ho) == x).all()
+    assert not environment_database().exists() or _rows() == []
+    monkeypatch.delenv("CUBECL_COMPILATION_CACHE")
+    reload_config()
+    kernel(_other.fn).ir()
+    assert len(_rows()) == 2
+
+
+def test_reads_name_helpers_scopes_and_module_attributes(tmp_path: Path) -> None:
+    module = tmp_path / "nested_kernels.py"
+    module.write_text(textwrap.dedent('''
+        import math
+        from cubecl_server.lang import ABSOLUTE_POS, Array, cube_fn, f32, kernel
+
+        OFFSET = 2
+
+        @cube_fn
+        def shift(v: "f32") -> f32:
+            return v + OFFSET + math.pi
+
+        @kernel
+        def nested(x: Array[f32], out: Array[f32]):
+            i = ABSOLUTE_POS
+            if i < len(out):
+                out[i] = shift(x[i])
+    '''))
+    spec = importlib.util.spec_from_file_location("nested_kernels", module)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    reads = Reads()
+    parse_kernel(mod.nested.fn, reads=reads)
+    assert reads.keyable
+    found = reads.found
+    assert ("OFFSET",) not in found  # the kernel itself never names it
+    assert found[("shift", "OFFSET")] == "int:2"
+    assert found[("shift", "math")] == "module:math"
+    assert found[("shift", "math", "pi")] == f"float:{math.pi.hex()}"
+    assert found[("shift", "f32")] == "lang:f32"  # from the string annotation
+    assert found[("ABSOLUTE_POS",)] == "lang:ABSOLUTE_POS"
+    assert found[("len",)] == "builtin:len"
+    assert found[("shift",)].startswith("cube_fn:")
+    for path, fp in found.items():
+        assert fingerprint(resolve(mod.nested.fn, path)) == fp
+    mod.OFFSET = 3
+    assert fingerprint(resolve(mod.nested.fn, ("shift", "OFFSET"))) == "int:3"
