@@ -63,6 +63,7 @@ __all__ = [
     "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
     "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
     "KERNEL_SET", "scalar", "short_circuit", "weak_tree_sum", "weak_tiled_matmul",
+    "slices",
 ]
 
 
@@ -1280,3 +1281,49 @@ KERNEL_SET.update({
     "line_ints_u64_x8": (lambda: line_ints(ir.Elem.U64), {"line_size": 8}, CubeDim(64)),
     "line_gather_x4": (lambda: line_gather, {"line_size": 4}, CubeDim(64)),
 })
+
+
+# ---------------------------------------------------------------- the rest of the language
+
+
+@cl.cube_fn
+def _three_from(w: Any, k: Any) -> Any:
+    """``w[k] + w[k + 1] + w[k + 2]`` of a slice passed in (outside it reads 0)."""
+    return w[k] + w[k + 1] + w[k + 2]
+
+
+@kernel
+def slices(a: Array[f32], view: Array[f32], inner: Array[f32], written: Array[f32],
+           sums: Array[f32], tiles: Array[f32], counts: Array[u32], lens: Array[u32],
+           lo: u32, hi: u32) -> None:
+    """Slices of an array, of a slice, of shared memory and of an output, read, written,
+    passed to a helper, sized with len() and updated atomically; each access outside
+    its slice (but inside its array) reads 0 or is dropped."""
+    i = ABSOLUTE_POS
+    tile = cl.shared(f32, 64)
+    tile[UNIT_POS] = -1.0
+    cl.sync_cube()
+    middle = tile[16:40]
+    middle[UNIT_POS] = f32(UNIT_POS)  # units 24.. are outside the slice: dropped
+    cl.sync_cube()
+    if i < len(a):
+        tiles[i] = tile[UNIT_POS]
+        s = a[lo:hi]
+        view[i] = s[i]
+        t = s[3:]
+        inner[i] = t[i32(i) - 1]
+        w = written[lo:hi]
+        w[i] = 1.0
+        sums[i] = _three_from(a[lo:hi], i)
+        c = counts[1:4]
+        cl.atomic_add(c, i % 5, u32(1))
+        if i == 0:
+            lens[0] = len(s)
+            lens[1] = len(t)
+            e = a[hi:lo]
+            lens[2] = len(e)
+            rest = a[lo:]
+            lens[3] = len(rest)
+
+
+KERNEL_SET["slices"] = (lambda: slices, {}, CubeDim(64))

@@ -27,7 +27,6 @@ from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
 from .assigned import DefiniteAssignment
-from .slices import SliceRef, bounds, window_index
 from .signature import (
     LINE_SIZE,
     ComptimeValue,
@@ -35,6 +34,7 @@ from .signature import (
     kernel_signature,
     resolve_annotation,
 )
+from .slices import SliceRef, bounds, window_index
 from .source import KernelSource, body_of, closure_vars, load_source, raises_at_kernel_line
 from .typerules import (
     Fixed,

@@ -1,0 +1,66 @@
+"""The rest of CubeCL's kernel language: slices, against NumPy on fresh random data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cubecl_server import ir
+from cubecl_server.client import ComputeClient
+from cubecl_server.conformance import kernels
+from cubecl_server.conformance.support import check, cubes_for, random_size, values
+from cubecl_server.lang import CubeDim
+
+DIM = 64
+
+
+class TestSlices:
+    """``s = a[lo:hi]`` of arrays, slices and shared memory, read, written, passed to a
+    helper and updated atomically; outside the slice reads 0 and stores are dropped,
+    also where the array goes on."""
+
+    @pytest.mark.requires("shared_memory:256")
+    @pytest.mark.requires("atomics:u32")
+    def test_slices_read_write_and_refuse_outside(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int) -> None:
+        c = cubecl_client
+        n = random_size(cubecl_rng, DIM)
+        lo = int(cubecl_rng.integers(1, n // 3))
+        hi = int(cubecl_rng.integers(n // 2, n - 1))
+        a = values(cubecl_rng, ir.Elem.F32, n)
+        before = values(cubecl_rng, ir.Elem.F32, n, edges=False)
+        outs = {name: c.empty(n, np.float32) for name in ("view", "inner", "sums", "tiles")}
+        written = c.create(before)
+        counts, lens = c.create(np.zeros(6, np.uint32)), c.empty(4, np.uint32)
+        kernels.slices.launch(c, cubes_for(n, DIM), CubeDim(DIM), c.create(a), outs["view"],
+                              outs["inner"], written, outs["sums"], outs["tiles"], counts,
+                              lens, np.uint32(lo), np.uint32(hi))
+        m = hi - lo
+        s = np.zeros(n + 3, np.float32)
+        s[:m] = a[lo:hi]
+        check(c.read(outs["view"]), s[:n], f"s = a[{lo}:{hi}]; s[i] (0 past the slice)",
+              cubecl_seed)
+        inner = np.zeros(n, np.float32)
+        inner[1:m - 2] = a[lo + 3:hi]
+        check(c.read(outs["inner"]), inner, "t = s[3:]; t[i - 1] (0 at -1 and past t)",
+              cubecl_seed)
+        want = before.copy()
+        want[lo:hi] = 1.0
+        check(c.read(written), want, f"w = written[{lo}:{hi}]; w[i] = 1 (dropped outside)",
+              cubecl_seed)
+        with np.errstate(invalid="ignore", over="ignore"):
+            sums = (s[:n] + s[1:n + 1]) + s[2:n + 2]
+        check(c.read(outs["sums"]), sums, "a helper given a[lo:hi] sums w[i..i+2]",
+              cubecl_seed)
+        u = np.arange(n) % DIM
+        tiles = np.where((u >= 16) & (u < 40), u - 16, -1).astype(np.float32)
+        check(c.read(outs["tiles"]), tiles, "tile[16:40][UNIT_POS] = UNIT_POS (shared memory)",
+              cubecl_seed)
+        k = np.arange(n) % 5
+        want_counts = np.zeros(6, np.uint32)
+        want_counts[1:4] = np.bincount(k[k < 3], minlength=3)
+        check(c.read(counts), want_counts, "atomic_add through counts[1:4] (3, 4 dropped)",
+              cubecl_seed)
+        check(c.read(lens), np.array([m, m - 3, 0, n - lo], np.uint32),
+              "len of a[lo:hi], of s[3:], of a[hi:lo] and of a[lo:]", cubecl_seed)

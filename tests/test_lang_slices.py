@@ -1,0 +1,86 @@
+"""Slices in the frontend: what `s = a[lo:hi]` lowers to, and the uses it refuses with a
+message naming the slice."""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from cubecl_server import ir
+from cubecl_server.errors import KernelSyntaxError
+from cubecl_server.lang import (
+    ABSOLUTE_POS,
+    Array,
+    Line,
+    atomic_add,
+    f32,
+    local_array,
+    parse_kernel,
+    u32,
+    u64,
+)
+
+
+def refused(fn: Callable[..., Any]) -> str:
+    with pytest.raises(KernelSyntaxError) as info:
+        parse_kernel(fn, {"line_size": 4})
+    return str(info.value)
+
+
+def test_a_slice_access_is_the_array_at_start_plus_index_inside_the_slice() -> None:
+    def k(a: Array[f32], out: Array[f32], lo: u32) -> None:
+        s = a[lo:lo + 4]
+        out[0] = s[ABSOLUTE_POS]
+
+    kern = parse_kernel(k, {})
+    (load,) = [n for n in ir.walk(kern.body) if isinstance(n, ir.Load)]
+    assert load.array == "a"
+    index = load.index
+    assert isinstance(index, ir.Select) and index.b == ir.Const(0xFFFFFFFF, ir.Elem.U32)
+    assert ir.format_expr(index.cond) == "(ABSOLUTE_POS < s_len)"
+    assert ir.format_expr(index.a) == "(s_start + ABSOLUTE_POS)"
+
+
+def test_a_64_bit_index_is_tested_at_64_bits() -> None:
+    def k(a: Array[f32], out: Array[f32], j: u64) -> None:
+        s = a[1:]
+        out[0] = s[j]
+
+    (load,) = [n for n in ir.walk(parse_kernel(k, {}).body) if isinstance(n, ir.Load)]
+    assert ir.format_expr(load.index.cond) == "(j < u64(s_len))"
+
+
+def test_constant_bounds_give_a_constant_length() -> None:
+    def k(a: Array[f32]) -> None:
+        s = a[3:10]
+        a[0] = f32(len(s))
+
+    body = parse_kernel(k, {}).body
+    assert ir.Assign("s_len_new", ir.Const(7, ir.Elem.U32)) in body
+
+
+@pytest.mark.parametrize("src, message", [
+    ("s = a[1:4:2]\n    a[0] = s[0]", "a slice takes no step"),
+    ("s = a[1:4]\n    s = b[0:2]", "`s` is a slice of `a` (line 2)"),
+    ("s = a[1:4]\n    s = 1.0", "`s` is a slice: assign it only another slice"),
+    ("s = a[1:4]\n    a[0] = s", "slice `s` can only be indexed"),
+    ("a[0] = a[1:4][0]", "a slice `a[lo:hi]` is a view to assign to a name"),
+    ("x = 1.0\n    x = a[0:2]", "`x` is already a variable"),
+    ("s = a[1:4]\n    a[0] = s[0, 1]", "slice `s` has one dimension"),
+    ("s = a[1:4]\n    a[0] = f32(s.shape[0])", "`.shape` needs an array parameter"),
+    ("s = l[0:2]", "read a line at a time: slices are of arrays of elements"),
+    ("s = local_array(u32, 4)\n    t = s[0:2]\n    atomic_add(t, 0, u32(1))",
+     "must be an array parameter or a shared array"),
+])
+def test_misuses_are_refused(src: str, message: str) -> None:
+    # Each case is a kernel of its own source (a function parsed from a string).
+    ns: dict[str, Any] = {"Array": Array, "f32": f32, "u32": u32, "Line": Line,
+                          "local_array": local_array, "atomic_add": atomic_add}
+    code = f"def k(a: Array[f32], b: Array[f32], l: Array[Line[f32]]) -> None:\n    {src}\n"
+    path = f"<slices {abs(hash(src))}>"
+    linecache.cache[path] = (len(code), None, code.splitlines(True), path)
+    exec(compile(code, path, "exec"), ns)
+    assert message in refused(ns["k"])
