@@ -63,7 +63,7 @@ __all__ = [
     "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
     "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
     "KERNEL_SET", "scalar", "short_circuit", "weak_tree_sum", "weak_tiled_matmul",
-    "slices",
+    "slices", "uniform_load",
 ]
 
 
@@ -1326,4 +1326,23 @@ def slices(a: Array[f32], view: Array[f32], inner: Array[f32], written: Array[f3
             lens[3] = len(rest)
 
 
-KERNEL_SET["slices"] = (lambda: slices, {}, CubeDim(64))
+
+
+@kernel
+def uniform_load(a: Array[u32], out: Array[u32]) -> None:
+    """Each cube loops ``tile[3]`` times (a value read from shared memory by
+    ``workgroup_uniform_load``) around a barrier, summing the first ``tile[3]`` values of
+    its tile."""
+    tile = cl.shared(u32, 64)
+    tile[UNIT_POS] = a[ABSOLUTE_POS]
+    n = cl.workgroup_uniform_load(tile[3])
+    acc = u32(0)
+    for j in range(n):
+        cl.sync_cube()
+        acc += tile[j]
+    if ABSOLUTE_POS < len(out):
+        out[ABSOLUTE_POS] = acc
+
+
+KERNEL_SET.update({"slices": (lambda: slices, {}, CubeDim(64)),
+                   "uniform_load": (lambda: uniform_load, {}, CubeDim(64))})

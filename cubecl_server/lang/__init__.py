@@ -147,6 +147,7 @@ from .types import (
     trunc,
     u32,
     u64,
+    workgroup_uniform_load,
 )
 
 __all__ = [
@@ -168,6 +169,7 @@ __all__ = [
     "count_ones", "reverse_bits", "leading_zeros", "trailing_zeros", "find_first_set",
     "mul_hi", "saturating_add", "saturating_sub",
     "dtype", "cube_fn", "shared", "local_array", "bitcast", "sync_cube",
+    "workgroup_uniform_load",
     "atomic_add", "atomic_sub", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
     "atomic_xor", "atomic_load", "atomic_store", "atomic_exchange",
     "atomic_compare_exchange", "plane_sum", "plane_max", "plane_broadcast", "plane_min",

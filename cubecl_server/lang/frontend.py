@@ -55,7 +55,7 @@ from .typerules import (
     type_name,
     unify,
 )
-from .uniformity import Divergence, Marker, find_divergent, strip_markers
+from .uniformity import Divergence, Marker, UniformLoad, find_divergent, strip_markers
 
 __all__ = ["parse_kernel", "kernel_signature", "KernelSignature"]
 
@@ -119,9 +119,18 @@ def _divergence_error(d: Divergence, unit: _Unit) -> KernelSyntaxError:
         ir.Break: f"the `break` on {where} is taken by some units only",
         ir.Continue: f"the `continue` on {where} is taken by some units only",
     }.get(type(d.cause), f"control flow on {where} depends on the unit")
+    if isinstance(d.stmt, UniformLoad) and d.cause is d.stmt:
+        return KernelSyntaxError("workgroup_uniform_load() reads an element chosen by the "
+                                 "unit: its index must be the same for the whole cube (built "
+                                 "from constants, scalar parameters and CUBE_* builtins)",
+                                 file, line)
     if isinstance(d.stmt, Marker):
         what = f"shared array `{d.stmt.what}` is declared"
         fix = "declare it at the top of the kernel"
+    elif isinstance(d.stmt, UniformLoad):
+        what = "workgroup_uniform_load() is reached"
+        fix = ("it holds barriers, which every unit of a cube must reach: move it out of "
+               "the branch, or make the condition uniform")
     else:
         what = "sync_cube() is reached"
         fix = ("every unit of a cube must reach the same barriers: move it out of the "
@@ -1820,6 +1829,8 @@ class _KernelBuilder:
             return self.call_plane(obj, node)
         if obj is lt.sync_cube:
             raise self.fail(node, "sync_cube() is a statement: it has no value")
+        if obj is lt.workgroup_uniform_load:
+            return self.uniform_load(node)
         if obj is lt.shared or obj is lt.local_array:
             raise self.fail(node, f"{obj.name}() must be the whole right-hand side of an "
                                   f"assignment: `{_EXAMPLE_DECL[obj.name]}`")
@@ -1972,6 +1983,23 @@ class _KernelBuilder:
                                     f"`{self.seg(x_node)}`{self.describe_vars(x_node)}")
         n = self.coerce(n_value, ir.Elem.I32, node, n_node, "powi()'s exponent")
         return self.derived(ir.Math(fn.fn, (x, n), x.type), self.weak_of(x))
+
+    def uniform_load(self, node: ast.Call) -> Value:
+        """``workgroup_uniform_load(tile[i])``: the element read by every unit between two
+        barriers, into a local the uniformity analysis knows to be uniform."""
+        arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if not isinstance(arg, ast.Subscript):
+            raise self.fail(node, "workgroup_uniform_load() takes one element of a shared "
+                                  "array: workgroup_uniform_load(tile[i])")
+        array, elem, index = self.subscript(arg)
+        if not any(sh.name == array for sh in self.unit.shared):
+            raise self.fail(arg, f"workgroup_uniform_load() reads shared memory, and "
+                                 f"`{self.seg(arg.value)}` is not a shared array or a slice "
+                                 "of one")
+        value = self.temp("uniform", ir.elem_of(elem))
+        self.unit.pending.append(UniformLoad(  # type: ignore[arg-type]
+            value.name, ir.Load(array, index, elem)))
+        return value
 
     def call_len(self, node: ast.Call) -> Value:
         """``len(a)`` of an array parameter (u32)."""

@@ -20,7 +20,8 @@ __all__ = [
     "Line", "LineType", "line", "line_size", "line_sum", "line_min", "line_max", "dot",
     "BuiltinVar", "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic",
     "SCALAR_TYPES", "TypeRef", "dtype", "scalar_type", "CubeFn", "cube_fn",
-    "shared", "local_array", "bitcast", "sync_cube", "atomic_add", "atomic_sub",
+    "shared", "local_array", "bitcast", "sync_cube", "workgroup_uniform_load", "atomic_add",
+    "atomic_sub",
     "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_load",
     "atomic_store", "atomic_exchange", "atomic_compare_exchange", "plane_sum",
     "plane_max", "plane_broadcast", "plane_min", "plane_prod", "plane_all", "plane_any",
@@ -403,6 +404,12 @@ sync_cube = Intrinsic("sync_cube", "Kernel function: a barrier. Every unit of th
                       "until all have reached it; shared-memory writes before it are then "
                       "visible to all. Must be reached by all units of a cube (not under a "
                       "condition that depends on the unit).")
+workgroup_uniform_load = Intrinsic(
+    "workgroup_uniform_load", "Kernel function: ``v = workgroup_uniform_load(tile[i])`` is "
+    "``tile[i]`` of a shared array (or a slice of one) read by every unit of the cube "
+    "between two barriers, so it is one value for the whole cube and may decide "
+    "control flow around a barrier; ``i`` must be uniform, and it must be reached by all "
+    "units of a cube, as ``sync_cube()``.")
 
 
 class AtomicIntrinsic(Intrinsic):

@@ -1,4 +1,5 @@
-"""The rest of CubeCL's kernel language: slices, against NumPy on fresh random data."""
+"""The rest of CubeCL's kernel language: slices and workgroup_uniform_load, against NumPy
+on fresh random data."""
 
 from __future__ import annotations
 
@@ -64,3 +65,25 @@ class TestSlices:
               cubecl_seed)
         check(c.read(lens), np.array([m, m - 3, 0, n - lo], np.uint32),
               "len of a[lo:hi], of s[3:], of a[hi:lo] and of a[lo:]", cubecl_seed)
+
+
+class TestWorkgroupUniformLoad:
+    """``workgroup_uniform_load(tile[3])`` gives every unit of a cube one value, which may
+    bound a loop around a barrier."""
+
+    @pytest.mark.requires("shared_memory:256")
+    def test_a_loop_bounded_by_a_shared_value(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int) -> None:
+        c = cubecl_client
+        n = random_size(cubecl_rng, DIM)
+        a = cubecl_rng.integers(0, DIM, n).astype(np.uint32)
+        out = c.empty(n, np.uint32)
+        kernels.uniform_load.launch(c, cubes_for(n, DIM), CubeDim(DIM), c.create(a), out)
+        padded = np.zeros(-(-n // DIM) * DIM, np.uint32)
+        padded[:n] = a
+        tiles = padded.reshape(-1, DIM)
+        per_cube = np.array([t[:t[3]].sum(dtype=np.uint32) for t in tiles], np.uint32)
+        check(c.read(out), np.repeat(per_cube, DIM)[:n], "sum of tile[:n] in a loop of "
+              "n = workgroup_uniform_load(tile[3]) around sync_cube()", cubecl_seed,
+              inputs={"a": a})

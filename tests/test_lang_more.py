@@ -1,5 +1,5 @@
-"""Slices in the frontend: what `s = a[lo:hi]` lowers to, and the uses it refuses with a
-message naming the slice."""
+"""Slices and workgroup_uniform_load in the frontend: the IR they lower to, and the uses
+they refuse with a message naming what is wrong."""
 
 from __future__ import annotations
 
@@ -13,20 +13,25 @@ from cubecl_server import ir
 from cubecl_server.errors import KernelSyntaxError
 from cubecl_server.lang import (
     ABSOLUTE_POS,
+    CUBE_POS,
+    UNIT_POS,
     Array,
     Line,
     atomic_add,
     f32,
     local_array,
     parse_kernel,
+    shared,
+    sync_cube,
     u32,
     u64,
+    workgroup_uniform_load,
 )
 
 
-def refused(fn: Callable[..., Any]) -> str:
+def refused(fn: Callable[..., Any], comptime: dict[str, object] | None = None) -> str:
     with pytest.raises(KernelSyntaxError) as info:
-        parse_kernel(fn, {"line_size": 4})
+        parse_kernel(fn, comptime or {})
     return str(info.value)
 
 
@@ -81,6 +86,37 @@ def test_misuses_are_refused(src: str, message: str) -> None:
                           "local_array": local_array, "atomic_add": atomic_add}
     code = f"def k(a: Array[f32], b: Array[f32], l: Array[Line[f32]]) -> None:\n    {src}\n"
     path = f"<slices {abs(hash(src))}>"
+    linecache.cache[path] = (len(code), None, code.splitlines(True), path)
+    exec(compile(code, path, "exec"), ns)
+    assert message in refused(ns["k"], {"line_size": 4})
+
+
+def test_workgroup_uniform_load_is_a_load_between_two_barriers() -> None:
+    def k(a: Array[u32]) -> None:
+        tile = shared(u32, 8)
+        n = workgroup_uniform_load(tile[CUBE_POS % 8])
+        for _ in range(n):
+            sync_cube()
+
+    body = parse_kernel(k, {}).body
+    assert [type(s) for s in body[:3]] == [ir.Barrier, ir.Assign, ir.Barrier]
+    assert body[1].value == ir.Load("tile", ir.Binary(
+        ir.BinOp.REM, ir.Builtin(ir.BuiltinName.CUBE_POS), ir.Const(8, ir.Elem.U32),
+        ir.Elem.U32), ir.Elem.U32)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("n = workgroup_uniform_load(t[UNIT_POS])", "reads an element chosen by the unit"),
+    ("if UNIT_POS < 4:\n        n = workgroup_uniform_load(t[0])",
+     "workgroup_uniform_load() is reached under control flow that depends on the unit"),
+    ("n = workgroup_uniform_load(a[0])", "`a` is not a shared array or a slice of one"),
+    ("n = workgroup_uniform_load(t)", "takes one element of a shared array"),
+])
+def test_workgroup_uniform_load_misuses(src: str, message: str) -> None:
+    ns: dict[str, Any] = {"Array": Array, "u32": u32, "shared": shared, "UNIT_POS": UNIT_POS,
+                          "workgroup_uniform_load": workgroup_uniform_load}
+    code = f"def k(a: Array[u32]) -> None:\n    t = shared(u32, 8)\n    {src}\n"
+    path = f"<uniform {abs(hash(src))}>"
     linecache.cache[path] = (len(code), None, code.splitlines(True), path)
     exec(compile(code, path, "exec"), ns)
     assert message in refused(ns["k"])
