@@ -1,5 +1,6 @@
-"""Slices and workgroup_uniform_load in the frontend: the IR they lower to, and the uses
-they refuse with a message naming what is wrong."""
+"""Slices, workgroup_uniform_load and the plane operations built from others, in the
+frontend: the IR they lower to, and the uses they refuse with a message naming what is
+wrong."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ from cubecl_server.lang import (
     Array,
     Line,
     atomic_add,
+    bool_,
     f32,
     local_array,
     parse_kernel,
+    plane_elect,
+    plane_shuffle_down,
+    plane_shuffle_up,
     shared,
     sync_cube,
     u32,
@@ -120,3 +125,14 @@ def test_workgroup_uniform_load_misuses(src: str, message: str) -> None:
     linecache.cache[path] = (len(code), None, code.splitlines(True), path)
     exec(compile(code, path, "exec"), ns)
     assert message in refused(ns["k"])
+
+
+def test_shuffle_up_down_and_elect_need_no_node_of_their_own() -> None:
+    def k(a: Array[u32], b: Array[bool_]) -> None:
+        a[0] = plane_shuffle_up(a[1], 2) + plane_shuffle_down(a[2], 1)
+        b[0] = plane_elect()
+
+    text = ir.format_kernel(parse_kernel(k, {}))
+    assert "plane_shuffle(a[1:i32], (UNIT_POS_PLANE - 2:u32))" in text
+    assert "plane_shuffle(a[2:i32], (UNIT_POS_PLANE + 1:u32))" in text
+    assert "(trailing_zeros(plane_ballot(True:bool)) == UNIT_POS_PLANE)" in text

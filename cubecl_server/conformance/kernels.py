@@ -63,7 +63,7 @@ __all__ = [
     "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
     "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
     "KERNEL_SET", "scalar", "short_circuit", "weak_tree_sum", "weak_tiled_matmul",
-    "slices", "uniform_load",
+    "slices", "uniform_load", "plane_rest",
 ]
 
 
@@ -1344,5 +1344,25 @@ def uniform_load(a: Array[u32], out: Array[u32]) -> None:
         out[ABSOLUTE_POS] = acc
 
 
+@kernel
+def plane_rest(v: Array[i32], c: Array[bool_], shuffled: Array[i32], up: Array[i32],
+               down: Array[i32], inc: Array[i32], exc: Array[i32],
+               elected: Array[bool_]) -> None:
+    """The shuffles over every unit in range (from unit ``(3 * UNIT_POS_PLANE + 1) %
+    PLANE_DIM``, one unit up and two down); the product scans and ``plane_elect`` over
+    the units where ``c`` holds."""
+    i = ABSOLUTE_POS
+    if i < len(v):
+        x = v[i]
+        shuffled[i] = cl.plane_shuffle(x, (cl.UNIT_POS_PLANE * 3 + 1) % cl.PLANE_DIM)
+        up[i] = cl.plane_shuffle_up(x, 1)
+        down[i] = cl.plane_shuffle_down(x, 2)
+        if c[i]:
+            inc[i] = cl.plane_inclusive_prod(x)
+            exc[i] = cl.plane_exclusive_prod(x)
+            elected[i] = cl.plane_elect()
+
+
 KERNEL_SET.update({"slices": (lambda: slices, {}, CubeDim(64)),
-                   "uniform_load": (lambda: uniform_load, {}, CubeDim(64))})
+                   "uniform_load": (lambda: uniform_load, {}, CubeDim(64)),
+                   "plane_rest": (lambda: plane_rest, {}, CubeDim(64))})

@@ -2020,11 +2020,18 @@ class _KernelBuilder:
 
     def call_plane(self, fn: lt.PlaneIntrinsic, node: ast.Call) -> Value:
         """``plane_<fn>(x)``, and ``plane_broadcast(x, lane)``,
-        ``plane_shuffle_xor(x, mask)``; ``all``, ``any``, ``ballot`` of a bool."""
-        if len(node.args) != fn.arity:
-            spelled = "(x, lane)" if fn.arity == 2 else "(x)"
+        ``plane_shuffle_xor(x, mask)``, the shuffles; ``all``, ``any``, ``ballot`` of a
+        bool; ``plane_elect()``, the unit of lowest position of the ballot of all."""
+        if len(node.args) != fn.arity or node.keywords:
+            spelled = "(x, lane)" if fn.arity == 2 else "(x)" if fn.arity else "()"
             raise self.fail(node, f"{fn.name}() takes {fn.arity} argument"
                                   f"{'s' if fn.arity != 1 else ''}: {fn.name}{spelled}")
+        if fn is lt.plane_elect:
+            ballot = ir.PlaneOp(ir.PlaneFn.BALLOT, ir.Const(True, ir.Elem.BOOL), None,
+                                ir.Elem.U32)
+            first = ir.Math(ir.MathFn.TRAILING_ZEROS, (ballot,), ir.Elem.U32)
+            return ir.Binary(ir.BinOp.EQ, first, ir.Builtin(ir.BuiltinName.UNIT_POS_PLANE),
+                             ir.Elem.BOOL)
         v = self.expr(node.args[0])
         try:
             x = concrete(v)
@@ -2034,7 +2041,7 @@ class _KernelBuilder:
             raise self.fail(node, f"{fn.name}() takes a scalar, not a {x.type.value}: reduce "
                                   "the line first (line_sum...) or take one element")
         takes_bool = fn.fn in (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
-        with_lane = fn.fn in (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR)
+        with_lane = fn.fn in (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR, ir.PlaneFn.SHUFFLE)
         if takes_bool and x.type is not ir.Elem.BOOL:
             raise self.fail(node, f"{fn.name}() needs a bool, got {x.type.value} in "
                                   f"`{self.seg(node)}`; compare it, e.g. "
@@ -2058,6 +2065,11 @@ class _KernelBuilder:
                                               f"integer, got {lv.type.value}")
             else:
                 lane = lv
+        if fn in (lt.plane_shuffle_up, lt.plane_shuffle_down):
+            assert lane is not None
+            op = ir.BinOp.SUB if fn is lt.plane_shuffle_up else ir.BinOp.ADD
+            delta = lane if lane.type is ir.Elem.U32 else ir.Cast(lane, ir.Elem.U32)
+            lane = ir.Binary(op, ir.Builtin(ir.BuiltinName.UNIT_POS_PLANE), delta, ir.Elem.U32)
         return ir.PlaneOp(fn.fn, x, lane,
                           ir.Elem.U32 if fn.fn is ir.PlaneFn.BALLOT else x.type)
 

@@ -1,5 +1,5 @@
-"""The rest of CubeCL's kernel language: slices and workgroup_uniform_load, against NumPy
-on fresh random data."""
+"""The rest of CubeCL's kernel language: slices, workgroup_uniform_load and the rest of
+the plane operations, against NumPy on fresh random data."""
 
 from __future__ import annotations
 
@@ -87,3 +87,48 @@ class TestWorkgroupUniformLoad:
         check(c.read(out), np.repeat(per_cube, DIM)[:n], "sum of tile[:n] in a loop of "
               "n = workgroup_uniform_load(tile[3]) around sync_cube()", cubecl_seed,
               inputs={"a": a})
+
+
+class TestPlaneRest:
+    """Shuffles by a lane per unit, up and down; product scans and plane_elect over the
+    active units."""
+
+    @pytest.mark.requires("plane")
+    def test_shuffles_product_scans_and_elect(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int) -> None:
+        c = cubecl_client
+        size = c.capabilities.plane_size
+        assert size is not None, "the plane marker let a backend without planes through"
+        n = random_size(cubecl_rng, DIM)  # the last cube's last units are out of range
+        v = cubecl_rng.choice(np.array([-2, -1, 1, 2, 3], np.int32), n)
+        v[cubecl_rng.choice(n, 2, replace=False)] = np.iinfo(np.int32).max  # wraps
+        cond = cubecl_rng.random(n) < 0.7
+        names = ("shuffled", "up", "down", "inc", "exc", "elected")
+        dtypes = (np.int32,) * 5 + (np.bool_,)
+        outs = [c.empty(n, d) for d in dtypes]
+        kernels.plane_rest.launch(c, cubes_for(n, DIM), CubeDim(DIM), c.create(v),
+                                  c.create(cond), *outs)
+        got = dict(zip(names, (c.read(o) for o in outs), strict=True))
+        unit = np.arange(n) % DIM
+        start = np.arange(n) - unit % size  # the first unit of each unit's plane
+        end = np.minimum(np.minimum(start + size, np.arange(n) - unit + DIM), n)
+        for name, src, what in (
+                ("shuffled", start + (unit % size * 3 + 1) % size, "x, (3 * lane + 1) % size"),
+                ("up", np.arange(n) - 1, "x, 1"), ("down", np.arange(n) + 2, "x, 2")):
+            ok = (src >= start) & (src < end)  # the source is a unit of the plane, in range
+            check(got[name][ok], v[src[ok]], f"plane_{name.replace('shuffled', 'shuffle')}"
+                  f"({what}) (plane size {size})", cubecl_seed)
+        for s in np.unique(start):
+            act = np.arange(s, end[s])[cond[s:end[s]]]
+            if act.size == 0:
+                continue
+            with np.errstate(over="ignore"):
+                cum = np.cumprod(v[act], dtype=np.int32)
+            exc = np.concatenate([[1], cum[:-1]]).astype(np.int32)
+            elected = act == act[0]
+            for name, w in (("inc", cum), ("exc", exc), ("elected", elected)):
+                label = {"inc": "plane_inclusive_prod", "exc": "plane_exclusive_prod",
+                         "elected": "plane_elect"}[name]
+                check(got[name][act], w, f"{label} over the active units of the plane at "
+                      f"unit {s} (plane size {size})", cubecl_seed)

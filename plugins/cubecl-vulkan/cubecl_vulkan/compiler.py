@@ -107,7 +107,9 @@ _SUBGROUP_FNS = {ir.PlaneFn.SUM: "subgroupAdd", ir.PlaneFn.MAX: "subgroupMax",
                  ir.PlaneFn.MIN: "subgroupMin", ir.PlaneFn.PROD: "subgroupMul",
                  ir.PlaneFn.ALL: "subgroupAll", ir.PlaneFn.ANY: "subgroupAny",
                  ir.PlaneFn.INCLUSIVE_SUM: "subgroupInclusiveAdd",
-                 ir.PlaneFn.EXCLUSIVE_SUM: "subgroupExclusiveAdd"}
+                 ir.PlaneFn.EXCLUSIVE_SUM: "subgroupExclusiveAdd",
+                 ir.PlaneFn.INCLUSIVE_PROD: "subgroupInclusiveMul",
+                 ir.PlaneFn.EXCLUSIVE_PROD: "subgroupExclusiveMul"}
 _ATOMIC_FNS = {ir.AtomicOp.ADD: "atomicAdd", ir.AtomicOp.SUB: "atomicAdd",
                ir.AtomicOp.MAX: "atomicMax", ir.AtomicOp.MIN: "atomicMin",
                ir.AtomicOp.EXCHANGE: "atomicExchange",
@@ -1099,6 +1101,8 @@ float {name}(uint i, float v) {{
             return f"_broadcast({value}, {lane})"
         if fn is ir.PlaneFn.SHUFFLE_XOR:
             return f"subgroupShuffleXor({value}, {lane})"
+        if fn is ir.PlaneFn.SHUFFLE:
+            return f"subgroupShuffle({value}, {lane})"
         if fn in (ir.PlaneFn.ALL, ir.PlaneFn.ANY):
             e.need("GL_KHR_shader_subgroup_vote")
         if fn is ir.PlaneFn.BALLOT:
