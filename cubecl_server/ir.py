@@ -491,11 +491,15 @@ class PlaneFn(enum.Enum):
     EXCLUSIVE_SUM = "exclusive_sum"
     BALLOT = "ballot"
     SHUFFLE_XOR = "shuffle_xor"
+    SHUFFLE = "shuffle"
+    INCLUSIVE_PROD = "inclusive_prod"
+    EXCLUSIVE_PROD = "exclusive_prod"
 
 
 @dataclass(frozen=True)
 class PlaneOp:
-    """A plane operation; ``BROADCAST`` takes the value of unit ``lane`` of the plane,
+    """A plane operation; ``BROADCAST`` takes the value of unit ``lane`` of the plane
+    (one lane for the plane), ``SHUFFLE`` that of unit ``lane`` (a lane per unit),
     ``SHUFFLE_XOR`` that of unit ``UNIT_POS_PLANE ^ lane`` (``lane`` is None for the
     rest). ``BALLOT`` of a bool is ``u32``: bit ``k`` for unit ``k`` of the plane."""
 

@@ -42,7 +42,7 @@ _ARITY = {ir.MathFn.POW: 2, ir.MathFn.FMA: 3, ir.MathFn.MIN: 2, ir.MathFn.MAX: 2
           ir.MathFn.RHYPOT: 2, ir.MathFn.POWI: 2, ir.MathFn.MUL_HI: 2,
           ir.MathFn.SATURATING_ADD: 2, ir.MathFn.SATURATING_SUB: 2}
 _FLOAT_ATOMICS = (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN)
-_LANE_PLANE_FNS = (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR)
+_LANE_PLANE_FNS = (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR, ir.PlaneFn.SHUFFLE)
 _BOOL_PLANE_FNS = (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
 _Takes = tuple[str, Callable[[ir.Elem], bool]]
 """What an operator takes: its name in messages, and a predicate on the operand's
@@ -513,8 +513,8 @@ class _Checker:
             takes = _BOOLS if e.fn in _BOOL_PLANE_FNS else _NUMBERS
             self.operand(name, takes, e.value.type, e)
             if e.lane is not None:
-                raise _Violation(f"{name} takes no lane (broadcast and shuffle_xor alone do)",
-                                 e)
+                raise _Violation(f"{name} takes no lane (broadcast and the shuffles alone "
+                                 "do)", e)
         if e.fn is ir.PlaneFn.BALLOT:
             self.typed(e, E.U32, "plane_ballot gives u32")
         else:

@@ -1123,7 +1123,7 @@ def uns_type_as_value(a: Array[f32]):
 
 
 def uns_slice(a: Array[f32]):
-    t = a[0:2]  # <slice>
+    t = a[0:2][0]  # <slice>
 
 
 def uns_multi_index(a: Array[f32]):
@@ -1165,7 +1165,7 @@ UNSUPPORTED = [
     (uns_del, "del", "`del` statements are not supported"),
     (uns_walrus, "walrus", "`:=` assignment expressions are not supported"),
     (uns_type_as_value, "type-value", "`f32` is a type"),
-    (uns_slice, "slice", "slices are not supported"),
+    (uns_slice, "slice", "a slice `a[lo:hi]` is a view to assign to a name"),
     (uns_multi_index, "multi-index", "`tile` has one dimension"),
     (uns_matmul, "matmul", "not supported in kernels"),
 ]

@@ -63,6 +63,7 @@ __all__ = [
     "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
     "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
     "KERNEL_SET", "scalar", "short_circuit", "weak_tree_sum", "weak_tiled_matmul",
+    "slices", "uniform_load", "plane_rest",
 ]
 
 
@@ -1370,3 +1371,88 @@ def bounds_loops(a: Array[f32], acc_out: Array[f32], late_out: Array[f32],
             v = a[i]
         and_out[i] = v
         sel_out[i] = select(i < len(a), a[i], f32(-2.0))
+
+
+# ---------------------------------------------------------------- the rest of the language
+
+
+@cl.cube_fn
+def _three_from(w: Any, k: Any) -> Any:
+    """``w[k] + w[k + 1] + w[k + 2]`` of a slice passed in (outside it reads 0)."""
+    return w[k] + w[k + 1] + w[k + 2]
+
+
+@kernel
+def slices(a: Array[f32], view: Array[f32], inner: Array[f32], written: Array[f32],
+           sums: Array[f32], tiles: Array[f32], counts: Array[u32], lens: Array[u32],
+           lo: u32, hi: u32) -> None:
+    """Slices of an array, of a slice, of shared memory and of an output, read, written,
+    passed to a helper, sized with len() and updated atomically; each access outside
+    its slice (but inside its array) reads 0 or is dropped."""
+    i = ABSOLUTE_POS
+    tile = cl.shared(f32, 64)
+    tile[UNIT_POS] = -1.0
+    cl.sync_cube()
+    middle = tile[16:40]
+    middle[UNIT_POS] = f32(UNIT_POS)  # units 24.. are outside the slice: dropped
+    cl.sync_cube()
+    if i < len(a):
+        tiles[i] = tile[UNIT_POS]
+        s = a[lo:hi]
+        view[i] = s[i]
+        t = s[3:]
+        inner[i] = t[i32(i) - 1]
+        w = written[lo:hi]
+        w[i] = 1.0
+        sums[i] = _three_from(a[lo:hi], i)
+        c = counts[1:4]
+        cl.atomic_add(c, i % 5, u32(1))
+        if i == 0:
+            lens[0] = len(s)
+            lens[1] = len(t)
+            e = a[hi:lo]
+            lens[2] = len(e)
+            rest = a[lo:]
+            lens[3] = len(rest)
+
+
+
+
+@kernel
+def uniform_load(a: Array[u32], out: Array[u32]) -> None:
+    """Each cube loops ``tile[3]`` times (a value read from shared memory by
+    ``workgroup_uniform_load``) around a barrier, summing the first ``tile[3]`` values of
+    its tile."""
+    tile = cl.shared(u32, 64)
+    tile[UNIT_POS] = a[ABSOLUTE_POS]
+    n = cl.workgroup_uniform_load(tile[3])
+    acc = u32(0)
+    for j in range(n):
+        cl.sync_cube()
+        acc += tile[j]
+    if ABSOLUTE_POS < len(out):
+        out[ABSOLUTE_POS] = acc
+
+
+@kernel
+def plane_rest(v: Array[i32], c: Array[bool_], shuffled: Array[i32], up: Array[i32],
+               down: Array[i32], inc: Array[i32], exc: Array[i32],
+               elected: Array[bool_]) -> None:
+    """The shuffles over every unit in range (from unit ``(3 * UNIT_POS_PLANE + 1) %
+    PLANE_DIM``, one unit up and two down); the product scans and ``plane_elect`` over
+    the units where ``c`` holds."""
+    i = ABSOLUTE_POS
+    if i < len(v):
+        x = v[i]
+        shuffled[i] = cl.plane_shuffle(x, (cl.UNIT_POS_PLANE * 3 + 1) % cl.PLANE_DIM)
+        up[i] = cl.plane_shuffle_up(x, 1)
+        down[i] = cl.plane_shuffle_down(x, 2)
+        if c[i]:
+            inc[i] = cl.plane_inclusive_prod(x)
+            exc[i] = cl.plane_exclusive_prod(x)
+            elected[i] = cl.plane_elect()
+
+
+KERNEL_SET.update({"slices": (lambda: slices, {}, CubeDim(64)),
+                   "uniform_load": (lambda: uniform_load, {}, CubeDim(64)),
+                   "plane_rest": (lambda: plane_rest, {}, CubeDim(64))})

@@ -35,6 +35,7 @@ from .signature import (
     kernel_signature,
     resolve_annotation,
 )
+from .slices import SliceRef, bounds, window_index
 from .source import KernelSource, body_of, closure_vars, load_source, raises_at_kernel_line
 from .typerules import (
     Fixed,
@@ -55,7 +56,7 @@ from .typerules import (
     type_name,
     unify,
 )
-from .uniformity import Divergence, Marker, find_divergent, strip_markers
+from .uniformity import Divergence, Marker, UniformLoad, find_divergent, strip_markers
 
 __all__ = ["parse_kernel", "kernel_signature", "KernelSignature"]
 
@@ -121,9 +122,18 @@ def _divergence_error(d: Divergence, unit: _Unit) -> KernelSyntaxError:
         ir.Break: f"the `break` on {where} is taken by some units only",
         ir.Continue: f"the `continue` on {where} is taken by some units only",
     }.get(type(d.cause), f"control flow on {where} depends on the unit")
+    if isinstance(d.stmt, UniformLoad) and d.cause is d.stmt:
+        return KernelSyntaxError("workgroup_uniform_load() reads an element chosen by the "
+                                 "unit: its index must be the same for the whole cube (built "
+                                 "from constants, scalar parameters and CUBE_* builtins)",
+                                 file, line)
     if isinstance(d.stmt, Marker):
         what = f"shared array `{d.stmt.what}` is declared"
         fix = "declare it at the top of the kernel"
+    elif isinstance(d.stmt, UniformLoad):
+        what = "workgroup_uniform_load() is reached"
+        fix = ("it holds barriers, which every unit of a cube must reach: move it out of "
+               "the branch, or make the condition uniform")
     else:
         what = "sync_cube() is reached"
         fix = ("every unit of a cube must reach the same barriers: move it out of the "
@@ -297,6 +307,8 @@ class _KernelBuilder:
         self.comptime = {n: v for n, v in comptime.items() if not isinstance(v, str)}
         # The kernel's shared and local arrays, by the name this function gives them.
         self.shared_arrays: dict[str, ir.SharedArray | ir.LocalArray] = {}
+        # Slices (`s = a[lo:hi]`), by the name this function gives them.
+        self.slices: dict[str, SliceRef] = {}
         self.closure = closure_vars(fn)  # a cell not yet filled is undefined
         self.globals: dict[str, Any] = fn.__globals__
         tree = source.tree
@@ -739,10 +751,12 @@ class _KernelBuilder:
             raise self.fail(node, f"{fn.name}() takes {want} positional arguments: "
                                   f"{fn.name}{spelled}")
 
-        ref = self.array_ref(node.args[0])
         first = node.args[0]
-        if ref is None or (isinstance(first, ast.Name) and isinstance(
-                self.shared_arrays.get(first.id), ir.LocalArray)):
+        view = self.slice_of(first)
+        ref = self.array_ref(first) if view is None else (view.array, view.elem)
+        if ref is None or (view is not None and view.local) or (isinstance(
+                first, ast.Name) and isinstance(self.shared_arrays.get(first.id),
+                                                 ir.LocalArray)):
             raise self.fail(node, f"the first argument of {fn.name}() must be an array "
                                   f"parameter or a shared array, not `{self.seg(first)}`")
         array, elem = ref
@@ -753,6 +767,8 @@ class _KernelBuilder:
             raise self.fail(node, f"{fn.name}() needs an array of {allowed}, but `{array}` "
                                   f"holds {elem.value}")
         index = self.index(node.args[1], array)
+        if view is not None:
+            index = window_index(view, index)
         vals = [self.coerce(self.expr(a), elem, node, a, f"`{array}`'s element")
                 for a in node.args[2:]] or [ir.Const(0, elem)]  # a load: an OR of 0
         compare = vals[0] if cas else None
@@ -782,6 +798,11 @@ class _KernelBuilder:
         """``tile = shared(T, n)``, ``acc = local_array(T, n)`` and
         ``old = atomic_op(...)``, or None for the rest."""
         v = node.value
+        if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Slice):
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                raise self.fail(node, "a slice must be assigned to one plain name, e.g. "
+                                      "`s = a[lo:hi]`")
+            return self.declare_slice(node.targets[0].id, v, node)
         if not isinstance(v, ast.Call):
             return None
         try:
@@ -868,6 +889,96 @@ class _KernelBuilder:
         # uniformity analysis check where it was declared.
         return [Marker(name)] if shared else []  # type: ignore[list-item]
 
+    def declare_slice(self, name: str, sub: ast.Subscript, node: ast.stmt) -> list[ir.Stmt]:
+        """``name = a[lo:hi]``: ``name`` becomes a view of ``a`` (an array, a shared or
+        local array, or a slice); assigned again, it must view the same array."""
+        old = self.slices.get(name)
+        if old is None and (name in self.locals or name in self.params
+                            or name in self.shared_arrays or name in self.comptime
+                            or name in self.comptime_types):
+            raise self.fail(node, f"`{name}` is already a variable or an array; a slice "
+                                  "needs a name of its own")
+        if name in self.loop_vars:
+            raise self.fail(node, f"cannot assign to `{name}` inside the loop it counts")
+        ref, stmts = self.make_slice(sub, name, old)
+        self.slices[name] = ref
+        self.flow.assign(name, self.src.line(node))
+        return stmts
+
+    def make_slice(self, sub: ast.Subscript, name: str, old: SliceRef | None = None
+                   ) -> tuple[SliceRef, list[ir.Stmt]]:
+        """The slice ``sub`` (``a[lo:hi]``) and the statements that set its start and
+        length; into ``old``'s locals when given (a slice name assigned again)."""
+        sl = sub.slice
+        assert isinstance(sl, ast.Slice)
+        if sl.step is not None:
+            raise self.fail(sub, f"a slice takes no step: `{self.seg(sub)}` (write "
+                                 "`a[lo:hi]`)")
+        base = sub.value
+        parent = self.slice_of(base)
+        ref = self.array_ref(base)
+        if parent is None and ref is None:
+            raise self.fail(sub, f"`{self.seg(base)}` is not an array: only array parameters, "
+                                 "shared and local arrays and slices can be sliced")
+        if parent is not None:
+            array, elem, is_param, local = parent.array, parent.elem, parent.param, parent.local
+            full: ir.Expr = parent.length_var
+        else:
+            assert ref is not None
+            array, t = ref
+            if isinstance(t, ir.Line):
+                raise self.fail(sub, f"`{self.seg(base)}` is read a line at a time: slices "
+                                     "are of arrays of elements")
+            elem = t
+            decl = self.shared_arrays.get(base.id) if isinstance(base, ast.Name) else None
+            is_param, local = decl is None, isinstance(decl, ir.LocalArray)
+            full = ir.Len(array) if decl is None else ir.Const(decl.size, ir.Elem.U32)
+        lo = ir.Const(0, ir.Elem.U32) if sl.lower is None else self.slice_bound(sl.lower, array)
+        hi = full if sl.upper is None else self.slice_bound(sl.upper, array)
+        if old is not None and old.array != array:
+            raise self.fail(sub, f"`{name}` is a slice of `{old.array}` (line {old.line}); a "
+                                 f"slice name views one array, not `{array}` too")
+        line = self.src.line(sub)
+        if old is None:
+            old = SliceRef(array, elem, self.temp(f"{name}_start", ir.Elem.U32).name,
+                           self.temp(f"{name}_len", ir.Elem.U32).name, is_param, local, line)
+        start, length = bounds(lo, hi, parent)
+        # The length goes through a temporary: `s = s[1:]` computes both from the old s.
+        tmp = self.temp(f"{name}_len_new", ir.Elem.U32)
+        return old, [ir.Assign(tmp.name, length), ir.Assign(old.start, start),
+                     ir.Assign(old.length, tmp)]
+
+    def slice_bound(self, node: ast.expr, array: str) -> ir.Expr:
+        """One bound of a slice, an integer index, as ``u32``."""
+        v = self.index(node, array)
+        if isinstance(v, ir.Const):
+            return ir.Const(int(v.value), ir.Elem.U32)
+        self.meet(v, ir.Elem.U32, node)
+        return v if v.type is ir.Elem.U32 else ir.Cast(v, ir.Elem.U32)
+
+    def slice_of(self, base: ast.expr) -> SliceRef | None:
+        """The slice ``base`` names, or None."""
+        if isinstance(base, ast.Name) and base.id not in self.locals:
+            ref = self.slices.get(base.id)
+            if ref is not None and base.id in self.assigned \
+                    and not self.flow.is_assigned(base.id):
+                raise self.fail(base, self.flow.unassigned(base.id))
+            return ref
+        return None
+
+    def subscript(self, node: ast.Subscript) -> tuple[str, ir.Type, ir.Expr]:
+        """The array ``node`` (``a[i]``, ``s[i]`` of a slice) indexes, its element type
+        and the index into it."""
+        ref = self.slice_of(node.value)
+        if ref is None:
+            array, elem = self.array_of(node)
+            return array, elem, self.index(node.slice, array)
+        if isinstance(node.slice, ast.Tuple):
+            raise self.fail(node, f"slice `{self.seg(node.value)}` has one dimension: index "
+                                  "it with one integer")
+        index = self.index(node.slice, ref.array)
+        return ref.array, ref.elem, window_index(ref, index)
+
     def static_type(self, node: ast.expr) -> lt.ScalarType | None:
         """The scalar type ``node`` names (``f32``, a comptime dtype), or None."""
         if isinstance(node, ast.Name) and node.id in self.comptime_types:
@@ -910,8 +1021,8 @@ class _KernelBuilder:
         if isinstance(target, ast.Name):
             current = self.read_name(target.id, target)
         elif isinstance(target, ast.Subscript):
-            array, elem = self.array_of(target)
-            current = ir.Load(array, self.index(target.slice, array), elem)
+            array, elem, index = self.subscript(target)
+            current = ir.Load(array, index, elem)
         else:
             raise self.fail(target, f"cannot assign to `{self.seg(target)}` in a kernel")
         value = self.expr(node.value)
@@ -924,8 +1035,7 @@ class _KernelBuilder:
         if isinstance(target, ast.Name):
             return self.assign_name(target.id, value, node, value_node)
         if isinstance(target, ast.Subscript):
-            array, elem = self.array_of(target)
-            index = self.index(target.slice, array)
+            array, elem, index = self.subscript(target)
             if isinstance(elem, ir.Line):
                 return ir.Store(array, index, self.lift(value, elem, node, (value_node,)))
             self.meet(value, elem, node)
@@ -959,6 +1069,9 @@ class _KernelBuilder:
             raise self.fail(node, f"cannot assign to {_kind(self.shared_arrays[name])} "
                                   f"`{name}`: store into its elements instead "
                                   f"(`{name}[i] = ...`)")
+        if name in self.slices:
+            raise self.fail(node, f"`{name}` is a slice: assign it only another slice of "
+                                  f"the same array (`{name} = a[lo:hi]`)")
         if name in self.loop_vars:
             raise self.fail(node, f"cannot assign to `{name}` inside the loop it counts")
 
@@ -1234,6 +1347,9 @@ class _KernelBuilder:
             if info.ir_name in self.unit.weak:
                 return self.derived(var, self.unit.weak.find(info.ir_name))
             return var
+        if name in self.slices:
+            raise self.fail(node, f"slice `{name}` can only be indexed (`{name}[i]`), sliced, "
+                                  "passed to len(), to an atomic or to a cube_fn")
         if name in self.shared_arrays:
             raise self.fail(node, f"{_kind(self.shared_arrays[name])} `{name}` can only be "
                                   f"indexed (`{name}[i]`), passed to len() or to a cube_fn")
@@ -1290,7 +1406,8 @@ class _KernelBuilder:
         if isinstance(node, ast.Tuple):
             return self.multi_index(node, array)
         if isinstance(node, ast.Slice):
-            raise self.fail(node, "slices are not supported in kernels")
+            raise self.fail(node, "a slice `a[lo:hi]` is a view to assign to a name "
+                                  "(`s = a[lo:hi]`) or pass to a cube_fn, then index")
         v = self.expr(node)
         if isinstance(v, Weak):
             if v.kind != "int":
@@ -1352,12 +1469,13 @@ class _KernelBuilder:
         if isinstance(base, ast.Attribute) and base.attr in ("shape", "stride"):
             return self.shape_or_stride(base, node)
         if self.array_ref(base) is None and not isinstance(base, ast.Call) \
-                and not (isinstance(base, ast.Name) and base.id in self.params):
+                and not (isinstance(base, ast.Name) and base.id in self.params) \
+                and self.slice_of(base) is None:
             v = self.expr(base)
             if (not isinstance(v, Weak) and isinstance(v.type, ir.Line)) or self.unit.has_lines:
                 return self.element(v, node)
-        array, elem = self.array_of(node)
-        return ir.Load(array, self.index(node.slice, array), elem)
+        array, elem, index = self.subscript(node)
+        return ir.Load(array, index, elem)
 
     def element(self, v: Value, node: ast.Subscript) -> Value:
         """``v[k]``: element ``k`` (a constant) of a line; a scalar is a line of one."""
@@ -1724,6 +1842,8 @@ class _KernelBuilder:
             return self.call_plane(obj, node)
         if obj is lt.sync_cube:
             raise self.fail(node, "sync_cube() is a statement: it has no value")
+        if obj is lt.workgroup_uniform_load:
+            return self.uniform_load(node)
         if obj is lt.shared or obj is lt.local_array:
             raise self.fail(node, f"{obj.name}() must be the whole right-hand side of an "
                                   f"assignment: `{_EXAMPLE_DECL[obj.name]}`")
@@ -1877,6 +1997,23 @@ class _KernelBuilder:
         n = self.coerce(n_value, ir.Elem.I32, node, n_node, "powi()'s exponent")
         return self.derived(ir.Math(fn.fn, (x, n), x.type), self.weak_of(x))
 
+    def uniform_load(self, node: ast.Call) -> Value:
+        """``workgroup_uniform_load(tile[i])``: the element read by every unit between two
+        barriers, into a local the uniformity analysis knows to be uniform."""
+        arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if not isinstance(arg, ast.Subscript):
+            raise self.fail(node, "workgroup_uniform_load() takes one element of a shared "
+                                  "array: workgroup_uniform_load(tile[i])")
+        array, elem, index = self.subscript(arg)
+        if not any(sh.name == array for sh in self.unit.shared):
+            raise self.fail(arg, f"workgroup_uniform_load() reads shared memory, and "
+                                 f"`{self.seg(arg.value)}` is not a shared array or a slice "
+                                 "of one")
+        value = self.temp("uniform", ir.elem_of(elem))
+        self.unit.pending.append(UniformLoad(  # type: ignore[arg-type]
+            value.name, ir.Load(array, index, elem)))
+        return value
+
     def call_len(self, node: ast.Call) -> Value:
         """``len(a)`` of an array parameter (u32)."""
         if len(node.args) != 1:
@@ -1885,6 +2022,9 @@ class _KernelBuilder:
         if isinstance(arg, ast.Name) and arg.id in self.shared_arrays:
             # A shared array's size is static: its length is a constant.
             return ir.Const(self.shared_arrays[arg.id].size, ir.Elem.U32)
+        view = self.slice_of(arg)
+        if view is not None:
+            return view.length_var
         ref = self.array_ref(arg)
         if ref is not None:
             return ir.Len(ref[0])
@@ -1893,11 +2033,18 @@ class _KernelBuilder:
 
     def call_plane(self, fn: lt.PlaneIntrinsic, node: ast.Call) -> Value:
         """``plane_<fn>(x)``, and ``plane_broadcast(x, lane)``,
-        ``plane_shuffle_xor(x, mask)``; ``all``, ``any``, ``ballot`` of a bool."""
-        if len(node.args) != fn.arity:
-            spelled = "(x, lane)" if fn.arity == 2 else "(x)"
+        ``plane_shuffle_xor(x, mask)``, the shuffles; ``all``, ``any``, ``ballot`` of a
+        bool; ``plane_elect()``, the unit of lowest position of the ballot of all."""
+        if len(node.args) != fn.arity or node.keywords:
+            spelled = "(x, lane)" if fn.arity == 2 else "(x)" if fn.arity else "()"
             raise self.fail(node, f"{fn.name}() takes {fn.arity} argument"
                                   f"{'s' if fn.arity != 1 else ''}: {fn.name}{spelled}")
+        if fn is lt.plane_elect:
+            ballot = ir.PlaneOp(ir.PlaneFn.BALLOT, ir.Const(True, ir.Elem.BOOL), None,
+                                ir.Elem.U32)
+            first = ir.Math(ir.MathFn.TRAILING_ZEROS, (ballot,), ir.Elem.U32)
+            return ir.Binary(ir.BinOp.EQ, first, ir.Builtin(ir.BuiltinName.UNIT_POS_PLANE),
+                             ir.Elem.BOOL)
         v = self.expr(node.args[0])
         try:
             x = concrete(v)
@@ -1907,7 +2054,7 @@ class _KernelBuilder:
             raise self.fail(node, f"{fn.name}() takes a scalar, not a {x.type.value}: reduce "
                                   "the line first (line_sum...) or take one element")
         takes_bool = fn.fn in (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
-        with_lane = fn.fn in (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR)
+        with_lane = fn.fn in (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR, ir.PlaneFn.SHUFFLE)
         if takes_bool and x.type is not ir.Elem.BOOL:
             raise self.fail(node, f"{fn.name}() needs a bool, got {x.type.value} in "
                                   f"`{self.seg(node)}`; compare it, e.g. "
@@ -1931,6 +2078,11 @@ class _KernelBuilder:
                                               f"integer, got {lv.type.value}")
             else:
                 lane = lv
+        if fn in (lt.plane_shuffle_up, lt.plane_shuffle_down):
+            assert lane is not None
+            op = ir.BinOp.SUB if fn is lt.plane_shuffle_up else ir.BinOp.ADD
+            delta = lane if lane.type is ir.Elem.U32 else ir.Cast(lane, ir.Elem.U32)
+            lane = ir.Binary(op, ir.Builtin(ir.BuiltinName.UNIT_POS_PLANE), delta, ir.Elem.U32)
         return ir.PlaneOp(fn.fn, x, lane,
                           ir.Elem.U32 if fn.fn is ir.PlaneFn.BALLOT else x.type)
 
@@ -2030,6 +2182,23 @@ class _KernelBuilder:
             arg_node: ast.expr = node
         else:
             arg_node = arg
+            view = self.slice_of(arg)
+            if view is None and isinstance(arg, ast.Subscript) \
+                    and isinstance(arg.slice, ast.Slice):
+                view, stmts = self.make_slice(arg, pname)
+                prologue.extend(stmts)
+            if view is not None:
+                if pname in child.assigned:
+                    raise child.fail(child.src.tree, f"cube_fn `{child.helper}` assigns its "
+                                                     f"slice parameter `{pname}`")
+                if isinstance(ann, lt.ArrayType) and ann.elem is not None \
+                        and ann.elem is not view.elem:
+                    raise self.fail(arg, f"{what} is {ann!r}, got a slice of "
+                                         f"{view.elem.value}")
+                if isinstance(ann, lt.ScalarType):
+                    raise self.fail(arg, f"{what} is a scalar {ann!r}, got a slice")
+                child.slices[pname] = view
+                return
             ref = self.array_ref(arg)
             if ref is not None:
                 if pname in child.assigned:

@@ -20,11 +20,14 @@ __all__ = [
     "Line", "LineType", "line", "line_size", "line_sum", "line_min", "line_max", "dot",
     "BuiltinVar", "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic",
     "SCALAR_TYPES", "TypeRef", "dtype", "scalar_type", "CubeFn", "cube_fn",
-    "shared", "local_array", "bitcast", "sync_cube", "atomic_add", "atomic_sub",
+    "shared", "local_array", "bitcast", "sync_cube", "workgroup_uniform_load", "atomic_add",
+    "atomic_sub",
     "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_load",
     "atomic_store", "atomic_exchange", "atomic_compare_exchange", "plane_sum",
     "plane_max", "plane_broadcast", "plane_min", "plane_prod", "plane_all", "plane_any",
     "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot", "plane_shuffle_xor",
+    "plane_shuffle", "plane_shuffle_up", "plane_shuffle_down", "plane_inclusive_prod",
+    "plane_exclusive_prod", "plane_elect",
     "f16", "f32", "f64", "i32", "i64", "u32", "u64", "bool_",
     "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z",
     "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z",
@@ -403,6 +406,12 @@ sync_cube = Intrinsic("sync_cube", "Kernel function: a barrier. Every unit of th
                       "until all have reached it; shared-memory writes before it are then "
                       "visible to all. Must be reached by all units of a cube (not under a "
                       "condition that depends on the unit).")
+workgroup_uniform_load = Intrinsic(
+    "workgroup_uniform_load", "Kernel function: ``v = workgroup_uniform_load(tile[i])`` is "
+    "``tile[i]`` of a shared array (or a slice of one) read by every unit of the cube "
+    "between two barriers, so it is one value for the whole cube and may decide "
+    "control flow around a barrier; ``i`` must be uniform, and it must be reached by all "
+    "units of a cube, as ``sync_cube()``.")
 
 
 class AtomicIntrinsic(Intrinsic):
@@ -456,8 +465,8 @@ atomic_compare_exchange = AtomicIntrinsic(
 class PlaneIntrinsic(Intrinsic):
     """An operation across the units of a plane (subgroup), lowered to ``ir.PlaneOp``."""
 
-    def __init__(self, fn: ir.PlaneFn, arity: int, doc: str) -> None:
-        super().__init__(f"plane_{fn.value}", doc)
+    def __init__(self, fn: ir.PlaneFn, arity: int, doc: str, name: str | None = None) -> None:
+        super().__init__(name or f"plane_{fn.value}", doc)
         self.fn = fn
         self.arity = arity
 
@@ -490,6 +499,26 @@ plane_shuffle_xor = PlaneIntrinsic(ir.PlaneFn.SHUFFLE_XOR, 2, "Plane op: "
                                    "``plane_shuffle_xor(x, mask)`` is ``x`` as unit "
                                    "``UNIT_POS_PLANE ^ mask`` holds it (unspecified if that "
                                    "unit is inactive or past the plane).")
+plane_shuffle = PlaneIntrinsic(ir.PlaneFn.SHUFFLE, 2, "Plane op: ``plane_shuffle(x, lane)`` "
+                               "is ``x`` as unit ``lane`` of this plane holds it (``lane`` "
+                               "may differ per unit).")
+plane_shuffle_up = PlaneIntrinsic(ir.PlaneFn.SHUFFLE, 2, "Plane op: "
+                                  "``plane_shuffle_up(x, delta)`` is ``x`` as unit "
+                                  "``UNIT_POS_PLANE - delta`` holds it (unspecified below "
+                                  "the plane's first unit).", "plane_shuffle_up")
+plane_shuffle_down = PlaneIntrinsic(ir.PlaneFn.SHUFFLE, 2, "Plane op: "
+                                    "``plane_shuffle_down(x, delta)`` is ``x`` as unit "
+                                    "``UNIT_POS_PLANE + delta`` holds it (unspecified past "
+                                    "the plane's end).", "plane_shuffle_down")
+plane_inclusive_prod = PlaneIntrinsic(ir.PlaneFn.INCLUSIVE_PROD, 1, "Plane op: the product "
+                                      "of ``x`` over the active units of this plane up to "
+                                      "this one, itself included (numbers).")
+plane_exclusive_prod = PlaneIntrinsic(ir.PlaneFn.EXCLUSIVE_PROD, 1, "Plane op: the product "
+                                      "of ``x`` over the active units of this plane before "
+                                      "this one; 1 for the first (numbers).")
+plane_elect = PlaneIntrinsic(ir.PlaneFn.BALLOT, 0, "Plane op: ``plane_elect()`` is True in "
+                             "the active unit of lowest position of this plane, False in the "
+                             "others.", "plane_elect")
 
 
 # ---------------------------------------------------------------- helpers

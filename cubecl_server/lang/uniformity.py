@@ -5,6 +5,9 @@ array is declared once for the whole cube; both are reported when they sit under
 control flow that depends on the unit. The analysis runs on the finished IR of a
 kernel (helpers already inlined), flow-insensitively and to a fixed point:
 
+- ``workgroup_uniform_load(tile[i])`` (a :class:`UniformLoad`) is uniform where its
+  index is: every unit reads the element between two barriers. It must be reached
+  under uniform control, as a barrier, and its index must be uniform.
 - An expression is *uniform* when it derives only from constants (literals and
   comptime values), scalar parameters, ``CUBE_POS*``/``CUBE_DIM*``/``CUBE_COUNT*``,
   ``PLANE_DIM``, ``len``/``shape``/``stride`` and uniform locals. ``UNIT_POS*``,
@@ -28,8 +31,8 @@ from dataclasses import dataclass, replace
 
 from .. import ir
 
-__all__ = ["UNIFORM_BUILTINS", "Marker", "Divergence", "is_uniform", "find_divergent",
-           "strip_markers"]
+__all__ = ["UNIFORM_BUILTINS", "Marker", "UniformLoad", "Divergence", "is_uniform",
+           "find_divergent", "strip_markers"]
 
 UNIFORM_BUILTINS: frozenset[ir.BuiltinName] = frozenset({
     ir.BuiltinName.CUBE_POS, ir.BuiltinName.CUBE_POS_X, ir.BuiltinName.CUBE_POS_Y,
@@ -50,11 +53,22 @@ class Marker:
     what: str
 
 
+@dataclass(frozen=True, eq=False)
+class UniformLoad:
+    """``name = load`` of shared memory by every unit of the cube between two barriers
+    (``workgroup_uniform_load``): a uniform value where the index is uniform. The
+    frontend puts it into the body while building; :func:`strip_markers` turns it
+    into ``Barrier, Assign, Barrier``."""
+
+    name: str
+    load: ir.Load
+
+
 @dataclass(frozen=True)
 class Divergence:
-    """``stmt`` (a Barrier or a Marker) is reached under divergent control; ``cause`` is
-    the statement that made control divergent (an If, For, While, Return, Break or
-    Continue)."""
+    """``stmt`` (a Barrier, a Marker or a UniformLoad) is reached under divergent control;
+    ``cause`` is the statement that made control divergent (an If, For, While, Return,
+    Break or Continue), or a UniformLoad itself whose index depends on the unit."""
 
     stmt: object
     cause: object
@@ -105,6 +119,10 @@ class _Pass:
                 case ir.Barrier() | Marker():
                     if cur is not None:
                         self.found.append(Divergence(s, cur))
+                case UniformLoad(name=name, load=load):
+                    if cur is not None or not self.uni(load.index):
+                        self.found.append(Divergence(s, cur or s))
+                        self.mark(name)
                 case ir.If(cond=cond, then=then, orelse=orelse):
                     c = cur if cur is not None else (None if self.uni(cond) else s)
                     r1, b1 = self.block(then, c)
@@ -160,6 +178,8 @@ def strip_markers(body: tuple[object, ...]) -> tuple[ir.Stmt, ...]:
         match s:
             case Marker():
                 continue
+            case UniformLoad(name=name, load=load):
+                out += [ir.Barrier(), ir.Assign(name, load), ir.Barrier()]
             case ir.If(then=t, orelse=o):
                 out.append(replace(s, then=strip_markers(t), orelse=strip_markers(o)))
             case ir.For(body=b) | ir.While(body=b):

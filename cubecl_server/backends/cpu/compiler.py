@@ -121,7 +121,10 @@ _PLANE_FNS = {ir.PlaneFn.SUM: "_s.plane_sum", ir.PlaneFn.MAX: "_s.plane_max",
               ir.PlaneFn.INCLUSIVE_SUM: "_s.plane_inclusive_sum",
               ir.PlaneFn.EXCLUSIVE_SUM: "_s.plane_exclusive_sum",
               ir.PlaneFn.BALLOT: "_s.plane_ballot", ir.PlaneFn.BROADCAST: "_s.plane_broadcast",
-              ir.PlaneFn.SHUFFLE_XOR: "_s.plane_shuffle_xor"}
+              ir.PlaneFn.SHUFFLE_XOR: "_s.plane_shuffle_xor",
+              ir.PlaneFn.SHUFFLE: "_s.plane_broadcast",
+              ir.PlaneFn.INCLUSIVE_PROD: "_s.plane_inclusive_prod",
+              ir.PlaneFn.EXCLUSIVE_PROD: "_s.plane_exclusive_prod"}
 # The same in every lane of a launch. Unlike lang.uniformity's per-cube set, CUBE_POS*
 # is left out: one chunk holds several cubes.
 _UNIFORM_BUILTINS = frozenset({
@@ -705,6 +708,6 @@ class _Emitter(StructuredEmitter):
     def expr_plane(self, e: ir.PlaneOp) -> str:
         """``support.plane_*``."""
         v = self.expr(e.value)
-        # BROADCAST and SHUFFLE_XOR take a lane; the others, the lanes that are active.
+        # BROADCAST and the shuffles take a lane; the others, the lanes that are active.
         extra = self.mask if e.lane is None else self.expr(e.lane)
         return f"{_PLANE_FNS[e.fn]}(g, {v}, {extra}, {PLANE_SIZE})"

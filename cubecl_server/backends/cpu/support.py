@@ -889,6 +889,18 @@ def plane_exclusive_sum(g: Grid, v: Value, m: Mask, size: int) -> Value:
     return _in_order(g, v, m, size, 0, np.add, False)[0]
 
 
+def plane_inclusive_prod(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """The product of ``v`` over the active lanes of the plane up to each lane, itself
+    included, in lane order."""
+    return _in_order(g, v, m, size, 1, np.multiply, True)[0]
+
+
+def plane_exclusive_prod(g: Grid, v: Value, m: Mask, size: int) -> Value:
+    """The product of ``v`` over the active lanes of the plane before each lane (1 for
+    the first)."""
+    return _in_order(g, v, m, size, 1, np.multiply, False)[0]
+
+
 def plane_all(g: Grid, v: Value, m: Mask, size: int) -> Value:
     """Whether ``v`` holds in every active lane of each lane's plane."""
     starts, plane, _ = g.planes(size)

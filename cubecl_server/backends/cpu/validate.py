@@ -78,7 +78,8 @@ SUPPORT_NAMES = frozenset({
     "bitcast", "count_ones", "reverse_bits", "leading_zeros", "trailing_zeros",
     "find_first_set", "mul_hi", "saturating", "plane_min", "plane_prod", "plane_all",
     "plane_any", "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot",
-    "plane_shuffle_xor", "lines", "fill", "element", "reduce_line", "merge_line",
+    "plane_shuffle_xor", "plane_inclusive_prod", "plane_exclusive_prod", "lines", "fill",
+    "element", "reduce_line", "merge_line",
     "select_lanes", "load_line", "store_line", "view_line_pos", "load_line_pos",
     "store_line_pos",
 })

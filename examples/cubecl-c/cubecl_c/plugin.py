@@ -109,9 +109,9 @@ class C99(cb.StandardC):
 
     def plane(self, e: cb.CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: Elem) -> str:
-        """A plane is one unit: its own value (its bit for a ballot, 0 before it)."""
-        own = {ir.PlaneFn.BALLOT: f"({value} ? 1u : 0u)", ir.PlaneFn.EXCLUSIVE_SUM: "0"}
-        return own.get(fn, value)
+        """A plane is one unit: its own value (its bit for a ballot, 0 or 1 before it)."""
+        own = {"ballot": f"({value} ? 1u : 0u)", "exclusive_sum": "0", "exclusive_prod": "1"}
+        return own.get(fn.value, value)
 
     def head(self, e: cb.CEmitter) -> list[str]:
         """The entry point, which runs the cubes: as contexts where units meet at barriers."""

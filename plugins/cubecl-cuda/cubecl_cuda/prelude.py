@@ -103,20 +103,28 @@ CC_PLANE_FOLD(cc_plane_prod, cc_fold_mul)
 __device__ bool cc_plane_all(bool c) { return __all_sync(__activemask(), c); }
 __device__ bool cc_plane_any(bool c) { return __any_sync(__activemask(), c); }
 __device__ unsigned int cc_plane_ballot(bool c) { return __ballot_sync(__activemask(), c); }
-// The running sum over the active lanes below (and, inclusive, at) this one.
-template <typename T> __device__ T cc_plane_scan(T v, bool inclusive) {
+// The running sum (or, prod, product) over the active lanes below (and, inclusive,
+// at) this one.
+template <typename T> __device__ T cc_plane_scan(T v, bool inclusive, bool prod = false) {
   const unsigned int m = __activemask();
   const int me = (int)cc_lane();
-  T acc = cc_zero<T>();
+  T acc = prod ? (T)1 : cc_zero<T>();
   for (int i = 0; i < 32; ++i) {
     const T x = cc_shfl(m, v, i);
-    if (((m >> i) & 1u) && (i < me || (inclusive && i == me))) acc = cc_fold_add(acc, x);
+    if (((m >> i) & 1u) && (i < me || (inclusive && i == me)))
+      acc = prod ? cc_fold_mul(acc, x) : cc_fold_add(acc, x);
   }
   return acc;
 }
 template <typename T> __device__ T cc_plane_inclusive_sum(T v) { return cc_plane_scan(v, true); }
 template <typename T> __device__ T cc_plane_exclusive_sum(T v) {
   return cc_plane_scan(v, false);
+}
+template <typename T> __device__ T cc_plane_inclusive_prod(T v) {
+  return cc_plane_scan(v, true, true);
+}
+template <typename T> __device__ T cc_plane_exclusive_prod(T v) {
+  return cc_plane_scan(v, false, true);
 }
 template <typename T> __device__ T cc_plane_shuffle_xor(T v, unsigned int mask) {
   return cc_shfl(__activemask(), v, (int)((cc_lane() ^ mask) & 31u));
@@ -126,6 +134,9 @@ template <typename T> __device__ T cc_plane_broadcast(T v, unsigned int lane) {
   const unsigned int m = __activemask();
   const T r = cc_shfl(m, v, (int)(lane & 31u));
   return (lane < 32u && ((m >> (lane & 31u)) & 1u)) ? r : cc_zero<T>();
+}
+template <typename T> __device__ T cc_plane_shuffle(T v, unsigned int lane) {
+  return cc_plane_broadcast(v, lane);
 }
 """.lstrip()
 """The prelude's source, at the top of every generated kernel."""

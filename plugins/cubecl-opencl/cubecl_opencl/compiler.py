@@ -330,6 +330,13 @@ class OpenclDialect(StandardC):
             case ir.PlaneFn.SHUFFLE_XOR:
                 e.need(Need.SUBGROUP_SHUFFLE)
                 return f"sub_group_shuffle_xor({value}, {lane})"
+            case ir.PlaneFn.SHUFFLE:
+                e.need(Need.SUBGROUP_SHUFFLE)
+                return f"sub_group_shuffle({value}, {lane})"
+            case ir.PlaneFn.INCLUSIVE_PROD | ir.PlaneFn.EXCLUSIVE_PROD:
+                e.need(Need.SUBGROUP_ARITHMETIC)
+                kind = fn.value.split("_")[0]
+                return f"sub_group_non_uniform_scan_{kind}_mul({value})"
         return f"{_SUBGROUP_FNS[fn]}({value})"
 
     def head(self, e: CEmitter) -> list[str]:

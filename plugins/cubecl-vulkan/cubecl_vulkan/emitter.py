@@ -90,6 +90,10 @@ _PLANE_ARITH = {  # fn -> (float op, signed op, unsigned op, group operation)
     ir.PlaneFn.EXCLUSIVE_SUM: (Op.GroupNonUniformFAdd, Op.GroupNonUniformIAdd,
                                Op.GroupNonUniformIAdd, 2),
     ir.PlaneFn.PROD: (Op.GroupNonUniformFMul, Op.GroupNonUniformIMul, Op.GroupNonUniformIMul, 0),
+    ir.PlaneFn.INCLUSIVE_PROD: (Op.GroupNonUniformFMul, Op.GroupNonUniformIMul,
+                                Op.GroupNonUniformIMul, 1),
+    ir.PlaneFn.EXCLUSIVE_PROD: (Op.GroupNonUniformFMul, Op.GroupNonUniformIMul,
+                                Op.GroupNonUniformIMul, 2),
     ir.PlaneFn.MAX: (Op.GroupNonUniformFMax, Op.GroupNonUniformSMax, Op.GroupNonUniformUMax, 0),
     ir.PlaneFn.MIN: (Op.GroupNonUniformFMin, Op.GroupNonUniformSMin, Op.GroupNonUniformUMin, 0),
 }
@@ -1309,8 +1313,8 @@ class SpirvEmitter(StructuredEmitter):
         return value
 
     def expr_plane(self, e: ir.PlaneOp) -> int:
-        """A subgroup operation; a broadcast by shuffle (its lane may vary per unit), a
-        lane past the plane reading 0."""
+        """A subgroup operation; a broadcast and a shuffle by ``OpGroupNonUniformShuffle``
+        (its lane may vary per unit), a lane past the plane reading 0."""
         fn, t = e.fn, e.type
         self._subgroups(f"plane_{fn.value}")
         if (t is Elem.F16 or t.bits == 64) and not self.f.subgroup_extended_types:
