@@ -8,6 +8,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cubecl_server import __version__
 from cubecl_server.compiler.artifact import Artifact
@@ -16,10 +17,12 @@ from cubecl_server.config import config
 from cubecl_server.errors import StoreError
 from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
-from cubecl_server.persistence.bundle import artifact_prefix
 from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
-from cubecl_server.persistence.remote import RemoteTier, shared_tier
+from cubecl_server.persistence.namespaces import artifact_prefix
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
+
+if TYPE_CHECKING:
+    from cubecl_server.persistence.remote import RemoteTier
 
 __all__ = [
     "StoreNames", "ArtifactStore", "DriverCache", "compilation_store", "store_compiled",
@@ -287,6 +290,17 @@ def environment_database() -> Path:
     return environment.database_path(environment.environment_name(cfg.environment), root)
 
 
+def _shared_tier() -> RemoteTier | None:
+    """The shared tier the configuration names, if it names one."""
+    if not config().store_url:
+        return None
+    # Imported only with a tier to reach: its signing and Redis code are no part of a
+    # process that uses its own store alone.
+    from cubecl_server.persistence.remote import shared_tier
+
+    return shared_tier()
+
+
 _stores: dict[tuple[str, str, str, StoreNames], ArtifactStore | None] = {}
 _stores_lock = threading.Lock()
 
@@ -307,7 +321,7 @@ def compilation_store(backend: str, variant: str, names: StoreNames) -> Artifact
         if cache_key not in _stores:
             db = environment.open_store(path)
             _stores[cache_key] = None if db is None else ArtifactStore(
-                db, backend, variant, names, shared_tier())
+                db, backend, variant, names, _shared_tier())
         return _stores[cache_key]
 
 
