@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from pathlib import Path
 from typing import Any
 
 from cubecl_server.compiler.artifact import Artifact
@@ -83,6 +85,9 @@ def _environment_db() -> SqliteStore | None:
 BUILD_IDS_FILE = "build-ids.sqlite3"
 """The store in the cache root that keeps build ids between processes."""
 
+_known: dict[Path, SqliteStore | None] = {}
+_known_lock = threading.Lock()
+
 
 def known_builds() -> SqliteStore | None:
     """Where a process finds the build ids earlier ones computed (``build_id_hash``):
@@ -93,7 +98,16 @@ def known_builds() -> SqliteStore | None:
     if not cfg.compilation_cache:
         return None
     root = environment.cache_root(os.environ.get(environment.ENV_CACHE_DIR) or cfg.cache_dir)
-    return environment.open_store(root / BUILD_IDS_FILE)
+    path = root / BUILD_IDS_FILE
+    with _known_lock:
+        if path not in _known:
+            try:
+                _known[path] = SqliteStore.open(path)
+            except StoreError:
+                # Not warned of: only a shortcut is lost (the build id is hashed), and a
+                # cache root that cannot be used is warned of once by the environment's.
+                _known[path] = None
+        return _known[path]
 
 
 def _recorder() -> Recorder | None:

@@ -120,18 +120,21 @@ def _content_hash(packages: tuple[str, ...], extra: str) -> BuildId:
 
 def _fingerprint(packages: tuple[str, ...], extra: str) -> tuple[str, bool]:
     """A hash of what the build id of ``packages`` is made from, taken from the files'
-    stat instead of their content, and whether every file has settled (``_SETTLE_NS``)."""
+    stat instead of their content, and whether every file has settled (``_SETTLE_NS``).
+
+    The distributions' versions are left out: reading one costs more than the stat of
+    every file, and a new version installed rewrites the files it holds."""
     h = hashlib.sha256(b"stat\0" + extra.encode() + b"\0")
     newest = 0
     for package in packages:
         root, files = _sources(package)
-        h.update(f"{package}=={_version(package)} at {root}\n".encode())
+        h.update(f"{package} at {root}\n".encode())
         for path in files:
-            st = path.stat()
+            st = os.stat(path)
             # The change time and the inode catch a rewrite that puts back the size
             # and the modification time (the change time cannot be set back).
-            h.update(f"{path.relative_to(root).as_posix()}\0{st.st_size} {st.st_mtime_ns} "
-                     f"{st.st_ctime_ns} {st.st_ino}\n".encode())
+            h.update(f"{path}\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} "
+                     f"{st.st_ino}\n".encode())
             newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
     return h.hexdigest(), time.time_ns() - newest >= _SETTLE_NS
 
@@ -173,10 +176,11 @@ def build_id_hash(package: str, known: SqliteStore | None = None) -> BuildId:
     force fresh keys (a test of rekeying sets it). Computed once per process.
 
     ``known`` is a store that keeps build ids between processes (the client passes
-    the environment's): a process whose source files all have the paths, sizes,
+    one in the cache root): a process whose source files all have the paths, sizes,
     modification and change times and inodes an earlier one saw takes the id that
     one kept instead of reading and hashing every file again. Any change to a file's
     content changes its change time, so it is hashed afresh; an id is kept only once
-    every file has been left alone for two seconds.
+    every file has been left alone for two seconds. A version changed with every
+    file left as it was (an editable install's metadata alone) keeps the kept id.
     """
     return _build_id(package, os.environ.get("CUBECL_BUILD_ID", ""), known)

@@ -283,11 +283,23 @@ class DriverCache:
             store._fail("purge", e)
 
 
+_databases: dict[tuple[str | None, ...], Path] = {}
+
+
 def environment_database() -> Path:
     """The SQLite file of the current environment, as variables and config say."""
     cfg = config()
     root = os.environ.get(environment.ENV_CACHE_DIR) or cfg.cache_dir
-    return environment.database_path(environment.environment_name(cfg.environment), root)
+    name = environment.environment_name(cfg.environment)
+    # Every store access asks for the path, and resolving it makes system calls: keep
+    # each answer, under everything it was resolved from.
+    memo = (root, name, os.getcwd() if root is not None and not os.path.isabs(root) else None,
+            None if root is not None else os.environ.get("XDG_CACHE_HOME"),
+            None if root is not None else os.environ.get("HOME"))
+    path = _databases.get(memo)
+    if path is None:
+        path = _databases[memo] = environment.database_path(name, root)
+    return path
 
 
 def _shared_tier() -> RemoteTier | None:
