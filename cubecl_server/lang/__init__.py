@@ -159,9 +159,6 @@ from .types import (
     workgroup_uniform_load,
 )
 
-if TYPE_CHECKING:
-    from .frontend import parse_kernel
-
 __all__ = [
     "kernel", "KernelFunction", "CubeCount", "CubeDim", "source_of",
     "parse_kernel", "kernel_signature", "KernelSignature", "ComptimeValue",
@@ -190,6 +187,9 @@ __all__ = [
     "plane_shuffle_down", "plane_inclusive_prod", "plane_exclusive_prod", "plane_elect",
     "Line", "LineType", "line", "line_size", "line_sum", "line_min", "line_max", "dot",
 ]
+
+if TYPE_CHECKING:
+    from .frontend import parse_kernel
 
 
 def __getattr__(name: str) -> Any:
