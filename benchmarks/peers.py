@@ -137,7 +137,8 @@ def _opencl(ctx: Context) -> list[Figure]:
     ), "pyopencl-warm", "from the first line of a fresh process to a saxpy of 65,536 floats "
        "read back and checked. PyOpenCL rows build a hand-written OpenCL C saxpy (on PoCL "
        "PyOpenCL keeps no binary cache of its own and relies on PoCL's); ours launch "
-       "`demo.saxpy` on the opencl backend. " + _STEP_TEXT, "PyOpenCL warm")
+       "the same saxpy written with `cubecl_server.lang` in a module of its own "
+       "(`benchmarks/first_saxpy.py`) on the opencl backend. " + _STEP_TEXT, "PyOpenCL warm")
     fig.notes.append(
         "PoCL generates each kernel's work-group code at its first launch after a program "
         "is built or loaded from a binary (the `read` step of the rows with PoCL's cache "
@@ -185,8 +186,9 @@ def _vulkan(ctx: Context) -> list[Figure]:
     ), "wgpu-warm", "from the first line of a fresh process to a saxpy of 65,536 floats "
        "read back and checked. wgpu rows run a hand-written WGSL saxpy through wgpu-py "
        f"({', '.join(f'{k}={v}' for k, v in WGPU_ENV.items())}, so that it takes the "
-       "Vulkan adapter, lavapipe, that our backend runs on); ours launch `demo.saxpy` on "
-       "the vulkan backend. " + _STEP_TEXT, "wgpu warm")]
+       "Vulkan adapter, lavapipe, that our backend runs on); ours launch the same saxpy "
+       "written with `cubecl_server.lang` (`benchmarks/first_saxpy.py`) on the vulkan "
+       "backend. " + _STEP_TEXT, "wgpu warm")]
 
 
 def run(ctx: Context) -> list[Figure]:

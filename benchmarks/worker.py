@@ -114,7 +114,7 @@ def first_result(args: dict[str, Any]) -> dict[str, Any]:
     steps = _Steps()
     import numpy as np
 
-    from benchmarks.kernels import saxpy
+    from benchmarks.first_saxpy import saxpy
     from cubecl_server import client
     from cubecl_server.kernel import CubeCount, CubeDim
     from cubecl_server.plugins.registry import registry

@@ -32,11 +32,6 @@ from typing import Any
 
 from cubecl_server.execution import ExecutionMode, ExecutionPolicy
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 __all__ = ["AUTOTUNE_MODES", "Config", "config", "reload_config", "find_config_file"]
 
 AUTOTUNE_MODES = ("on", "off", "force")
@@ -118,6 +113,11 @@ def config() -> Config:
     path = find_config_file()
     data: dict[str, Any] = {}
     if path is not None:
+        # Imported only when there is a file to read: most processes have none.
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - exercised on 3.10 only
+            import tomli as tomllib
         with path.open("rb") as f:
             try:
                 data = tomllib.load(f)

@@ -9,6 +9,9 @@ opens the store the CompilationTarget is given.
 from __future__ import annotations
 
 import json
+import os
+import threading
+from pathlib import Path
 from typing import Any
 
 from cubecl_server.compiler.artifact import Artifact
@@ -34,8 +37,8 @@ from cubecl_server.plugins.registry import registry
 from cubecl_server.server import ComputeServer
 
 __all__ = [
-    "EnvironmentRecorder", "EnvironmentStore", "backend_compiler", "compilation_target",
-    "open_loader", "open_server",
+    "BUILD_IDS_FILE", "EnvironmentRecorder", "EnvironmentStore", "backend_compiler",
+    "compilation_target", "known_builds", "open_loader", "open_server",
 ]
 
 log = logger("runtime")
@@ -77,6 +80,34 @@ def _observe(hook: str, record: CompilationRecord | CompilationBatchRecord) -> N
 
 def _environment_db() -> SqliteStore | None:
     return environment.open_store(environment_database())
+
+
+BUILD_IDS_FILE = "build-ids.sqlite3"
+"""The store in the cache root that keeps build ids between processes."""
+
+_known: dict[Path, SqliteStore | None] = {}
+_known_lock = threading.Lock()
+
+
+def known_builds() -> SqliteStore | None:
+    """Where a process finds the build ids earlier ones computed (``build_id_hash``):
+    a store of its own in the cache root, since they belong to the installed code and
+    not to an environment (whose database holds what its commands and bundles list);
+    None when caching is off or the store cannot be used."""
+    cfg = config()
+    if not cfg.compilation_cache:
+        return None
+    root = environment.cache_root(os.environ.get(environment.ENV_CACHE_DIR) or cfg.cache_dir)
+    path = root / BUILD_IDS_FILE
+    with _known_lock:
+        if path not in _known:
+            try:
+                _known[path] = SqliteStore.open(path)
+            except StoreError:
+                # Not warned of: only a shortcut is lost (the build id is hashed), and a
+                # cache root that cannot be used is warned of once by the environment's.
+                _known[path] = None
+        return _known[path]
 
 
 def _recorder() -> Recorder | None:
@@ -192,7 +223,7 @@ def open_loader(descriptor: BackendDescriptor, server: ComputeServer) -> KernelL
                                  compiler=compiler, server=server)
     target = compilation_target(descriptor, server, artifact_compiler.variant)
     return KernelLoader(descriptor.name, artifact_compiler, target,
-                        build_id_hash(descriptor.package), _recorder())
+                        build_id_hash(descriptor.package, known_builds()), _recorder())
 
 
 def _resolve(hook: str, descriptor: BackendDescriptor, **kwargs: Any) -> Any:

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from conftest import last_json_line, run_python
 
-import cubecl_server.lang.function as function
+import cubecl_server.lang.frontend as frontend
 from cubecl_server import ir
 from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.compiler.store import environment_database
@@ -93,15 +93,15 @@ def make(k):
 _RUN = '''
 import importlib.util, json, sys
 import numpy as np
-import cubecl_server.lang.function as function
+import cubecl_server.lang.frontend as frontend
 from cubecl_server.client import create_client
 
 parsed = []
-real = function.parse_kernel
+real = frontend.parse_kernel
 def counting(fn, *args, **kwargs):
     parsed.append(fn.__name__)
     return real(fn, *args, **kwargs)
-function.parse_kernel = counting
+frontend.parse_kernel = counting
 
 spec = importlib.util.spec_from_file_location("kmod", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
@@ -215,8 +215,8 @@ def _launch(c: ComputeClient) -> KernelFunction:
 def test_a_damaged_entry_is_purged_and_the_kernel_parsed_again(
         damage: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     parsed: list[str] = []
-    real = function.parse_kernel
-    monkeypatch.setattr(function, "parse_kernel",
+    real = frontend.parse_kernel
+    monkeypatch.setattr(frontend, "parse_kernel",
                         lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k))
     c = create_client("cpu")
     first = _launch(c).ir()

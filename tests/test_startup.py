@@ -90,3 +90,25 @@ def test_a_first_result_imports_no_other_backends_parts(backend: str, tmp_path: 
                        + json.dumps(found))
     # Discovery still loaded every installed plugin (any may answer another's hook).
     assert {f"{p}.plugin" for p in others} <= set(modules)
+
+
+NOT_ON_A_WARM_LAUNCH = (
+    "cubecl_server.lang.frontend",  # the IR comes from the store
+    "cubecl_server.tune",  # nothing is tuned
+    "cubecl_server.persistence.bundle",  # nothing is exported or imported
+    "cubecl_server.persistence.remote",  # no shared tier is configured
+    "cubecl_server.persistence.signing",
+    "importlib_metadata",  # discovery and the build id read the standard library's
+    "tomllib",  # there is no cubecl.toml
+)
+"""Modules a launch of a kernel the store holds does without."""
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_a_warm_first_result_imports_no_frontend_tuner_bundles_or_tier(
+        backend: str, tmp_path: Path) -> None:
+    _first_result(backend, tmp_path)  # the IR and the artifact into the store
+    modules = set(_first_result(backend, tmp_path))
+    assert "cubecl_server.lang.ircache" in modules, "the report does not see lang's imports"
+    found = [m for m in NOT_ON_A_WARM_LAUNCH if m in modules]
+    assert not found, f"a warm {backend} launch imported {found}"

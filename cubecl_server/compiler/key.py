@@ -6,19 +6,22 @@ import hashlib
 import importlib
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from functools import cache
+from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import importlib_metadata
-
-from cubecl_server.errors import PluginError
+from cubecl_server.errors import PluginError, StoreError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
 from cubecl_server.kernel import CubeDim
 
-__all__ = ["ArtifactId", "KernelCacheKey", "BuildId", "build_id_hash"]
+if TYPE_CHECKING:
+    from cubecl_server.persistence.sqlite import SqliteStore
+
+__all__ = ["ArtifactId", "KernelCacheKey", "BuildId", "BUILD_IDS", "build_id_hash"]
 
 BuildId = str
 """Platform-specific build identifier, changes on rebuild: a content hash of the
@@ -65,7 +68,20 @@ class KernelCacheKey:
         return self.digest
 
 
-def _hash_package(h: Any, package: str) -> None:
+BUILD_IDS = "build-ids"
+"""The store namespace of the build ids earlier processes computed, each under the
+fingerprint of the files it hashed (their paths, sizes, times and inodes)."""
+
+_SETTLE_NS = 2_000_000_000
+"""How long every source file must have been left alone before a build id made from
+it is kept: a file changed twice within one tick of a coarse file-system clock (some
+count in seconds) could keep its size and times, as git's "racy" entries can."""
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _sources(package: str) -> tuple[Path, list[Path]]:
+    """The directory of ``package`` and the source files its part of a build id covers."""
     module = importlib.import_module(package)
     if module.__file__ is None:
         # A namespace package has no one directory whose sources could be hashed.
@@ -76,31 +92,95 @@ def _hash_package(h: Any, package: str) -> None:
     # alone (never its directory, which may be all of site-packages).
     root = file.parent
     files = sorted(root.rglob("*.py")) if hasattr(module, "__path__") else [file]
+    return root, files
+
+
+def _version(package: str) -> str:
     try:
-        version = importlib_metadata.version(package.replace("_", "-"))
-    except importlib_metadata.PackageNotFoundError:
-        version = "unknown"
-    h.update(f"{package}=={version}\n".encode())
+        return metadata.version(package.replace("_", "-"))
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _hash_package(h: Any, package: str) -> None:
+    root, files = _sources(package)
+    h.update(f"{package}=={_version(package)}\n".encode())
     for path in files:
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes())
 
 
-@cache
-def _build_id(package: str, extra: str) -> BuildId:
+def _content_hash(packages: tuple[str, ...], extra: str) -> BuildId:
     h = hashlib.sha256()
-    _hash_package(h, "cubecl_server")
-    if package != "cubecl_server":
+    for package in packages:
         _hash_package(h, package)
     h.update(b"extra:" + extra.encode())
     return h.hexdigest()
 
 
-def build_id_hash(package: str) -> BuildId:
+def _fingerprint(packages: tuple[str, ...], extra: str) -> tuple[str, bool]:
+    """A hash of what the build id of ``packages`` is made from, taken from the files'
+    stat instead of their content, and whether every file has settled (``_SETTLE_NS``).
+
+    The distributions' versions are left out: reading one costs more than the stat of
+    every file, and a new version installed rewrites the files it holds."""
+    h = hashlib.sha256(b"stat\0" + extra.encode() + b"\0")
+    newest = 0
+    for package in packages:
+        root, files = _sources(package)
+        h.update(f"{package} at {root}\n".encode())
+        for path in files:
+            st = os.stat(path)
+            # The change time and the inode catch a rewrite that puts back the size
+            # and the modification time (the change time cannot be set back).
+            h.update(f"{path}\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} "
+                     f"{st.st_ino}\n".encode())
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    return h.hexdigest(), time.time_ns() - newest >= _SETTLE_NS
+
+
+def _kept(known: SqliteStore, fingerprint: str) -> BuildId | None:
+    """The build id kept under ``fingerprint``, if a well-formed one can be read."""
+    try:
+        entry = known.get(BUILD_IDS, fingerprint)
+    except StoreError:
+        return None
+    if entry is None:
+        return None
+    text = entry.value.decode("ascii", "replace")
+    return text if len(text) == 64 and _HEX.issuperset(text) else None
+
+
+@cache
+def _build_id(package: str, extra: str, known: SqliteStore | None) -> BuildId:
+    packages = ("cubecl_server",) if package == "cubecl_server" else ("cubecl_server", package)
+    if known is None:
+        return _content_hash(packages, extra)
+    fingerprint, settled = _fingerprint(packages, extra)
+    build = _kept(known, fingerprint)
+    if build is None:
+        build = _content_hash(packages, extra)
+        if settled:
+            try:
+                known.put(BUILD_IDS, fingerprint, build.encode())
+            except StoreError:
+                pass  # only the next process's shortcut is lost: it hashes the files
+    return build
+
+
+def build_id_hash(package: str, known: SqliteStore | None = None) -> BuildId:
     """The pre-hashed build id of the core together with the backend's ``package``.
 
     It hashes the versions and every source file of both, so any change to the
     lowering code gives new keys. ``CUBECL_BUILD_ID`` mixes a string in: a way to
-    force fresh keys (a test of rekeying sets it).
+    force fresh keys (a test of rekeying sets it). Computed once per process.
+
+    ``known`` is a store that keeps build ids between processes (the client passes
+    one in the cache root): a process whose source files all have the paths, sizes,
+    modification and change times and inodes an earlier one saw takes the id that
+    one kept instead of reading and hashing every file again. Any change to a file's
+    content changes its change time, so it is hashed afresh; an id is kept only once
+    every file has been left alone for two seconds. A version changed with every
+    file left as it was (an editable install's metadata alone) keeps the kept id.
     """
-    return _build_id(package, os.environ.get("CUBECL_BUILD_ID", ""))
+    return _build_id(package, os.environ.get("CUBECL_BUILD_ID", ""), known)

@@ -8,6 +8,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cubecl_server import __version__
 from cubecl_server.compiler.artifact import Artifact
@@ -16,10 +17,12 @@ from cubecl_server.config import config
 from cubecl_server.errors import StoreError
 from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
-from cubecl_server.persistence.bundle import artifact_prefix
 from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
-from cubecl_server.persistence.remote import RemoteTier, shared_tier
+from cubecl_server.persistence.namespaces import artifact_prefix
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
+
+if TYPE_CHECKING:
+    from cubecl_server.persistence.remote import RemoteTier
 
 __all__ = [
     "StoreNames", "ArtifactStore", "DriverCache", "compilation_store", "store_compiled",
@@ -280,11 +283,34 @@ class DriverCache:
             store._fail("purge", e)
 
 
+_databases: dict[tuple[str | None, ...], Path] = {}
+
+
 def environment_database() -> Path:
     """The SQLite file of the current environment, as variables and config say."""
     cfg = config()
     root = os.environ.get(environment.ENV_CACHE_DIR) or cfg.cache_dir
-    return environment.database_path(environment.environment_name(cfg.environment), root)
+    name = environment.environment_name(cfg.environment)
+    # Every store access asks for the path, and resolving it makes system calls: keep
+    # each answer, under everything it was resolved from.
+    memo = (root, name, os.getcwd() if root is not None and not os.path.isabs(root) else None,
+            None if root is not None else os.environ.get("XDG_CACHE_HOME"),
+            None if root is not None else os.environ.get("HOME"))
+    path = _databases.get(memo)
+    if path is None:
+        path = _databases[memo] = environment.database_path(name, root)
+    return path
+
+
+def _shared_tier() -> RemoteTier | None:
+    """The shared tier the configuration names, if it names one."""
+    if not config().store_url:
+        return None
+    # Imported only with a tier to reach: its signing and Redis code are no part of a
+    # process that uses its own store alone.
+    from cubecl_server.persistence.remote import shared_tier
+
+    return shared_tier()
 
 
 _stores: dict[tuple[str, str, str, StoreNames], ArtifactStore | None] = {}
@@ -307,7 +333,7 @@ def compilation_store(backend: str, variant: str, names: StoreNames) -> Artifact
         if cache_key not in _stores:
             db = environment.open_store(path)
             _stores[cache_key] = None if db is None else ArtifactStore(
-                db, backend, variant, names, shared_tier())
+                db, backend, variant, names, _shared_tier())
         return _stores[cache_key]
 
 

@@ -18,10 +18,10 @@ import fnmatch
 import secrets
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import importlib_metadata
 import numpy as np
 import pytest
 
@@ -92,16 +92,16 @@ class Subject:
 
         package = registry().descriptor(self.backend).package
         top = package.split(".")[0]
-        names = list(importlib_metadata.packages_distributions().get(top, []))
+        names = list(metadata.packages_distributions().get(top, []))
         # Editable installs may not list their packages: try the usual spelling, then
         # the distribution whose entry point loads the package.
         names.append(top.replace("_", "-"))
-        names += [ep.dist.name for ep in importlib_metadata.entry_points(group="cubecl_server")
+        names += [ep.dist.name for ep in metadata.entry_points(group="cubecl_server")
                   if ep.dist is not None and ep.value.split(".")[0].split(":")[0] == top]
         for name in names:
             try:
-                return name, importlib_metadata.version(name)
-            except importlib_metadata.PackageNotFoundError:
+                return name, metadata.version(name)
+            except metadata.PackageNotFoundError:
                 continue
         return f"(package {package}, no distribution found)", "?"
 
@@ -270,7 +270,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _load_backend_hooks(config: pytest.Config, backend: str) -> None:
     # Installed with the backend, not in its tests/conftest.py, so that its expected
     # failures and artifact checks apply wherever the suite runs against it, the CLI too.
-    for ep in importlib_metadata.entry_points(group=HOOKS_GROUP, name=backend):
+    for ep in metadata.entry_points(group=HOOKS_GROUP, name=backend):
         config.pluginmanager.import_plugin(ep.value)  # once, also if already given by -p
 
 

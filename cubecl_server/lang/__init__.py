@@ -16,9 +16,12 @@ are documented in :mod:`cubecl_server.lang.frontend` and in ``docs/language.md``
 which code counts as uniform (for barriers) in :mod:`cubecl_server.lang.uniformity`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from cubecl_server.kernel import CubeCount, CubeDim
 
-from .frontend import parse_kernel
 from .function import KernelFunction, kernel
 from .generated import source_of
 from .signature import ComptimeValue, KernelSignature, kernel_signature
@@ -184,3 +187,17 @@ __all__ = [
     "plane_shuffle_down", "plane_inclusive_prod", "plane_exclusive_prod", "plane_elect",
     "Line", "LineType", "line", "line_size", "line_sum", "line_min", "line_max", "dot",
 ]
+
+if TYPE_CHECKING:
+    from .frontend import parse_kernel
+
+
+def __getattr__(name: str) -> Any:
+    # The frontend is imported on its first use: a process whose kernels all come
+    # from the IR cache (lang/ircache.py) never parses one.
+    if name == "parse_kernel":
+        from .frontend import parse_kernel
+
+        globals()[name] = parse_kernel
+        return parse_kernel
+    raise AttributeError(f"module 'cubecl_server.lang' has no attribute {name!r}")

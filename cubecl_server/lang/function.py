@@ -10,7 +10,6 @@ from cubecl_server import ir
 from cubecl_server.errors import LaunchError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
-from cubecl_server.lang.frontend import parse_kernel
 from cubecl_server.lang.ircache import cached_kernel
 from cubecl_server.lang.reads import Reads
 from cubecl_server.lang.signature import LINE_SIZE, KernelSignature, kernel_signature
@@ -85,6 +84,9 @@ class KernelFunction:
         """Run the frontend: the kernel, and the source text it parsed."""
         # Read once for every comptime set; a failure raises here as parse_kernel
         # would raise it.
+        # Imported here: a kernel the IR cache holds is never parsed (see lang/__init__).
+        from cubecl_server.lang.frontend import parse_kernel
+
         source = self._load_source()
         return parse_kernel(self.fn, comptime, source=source, signature=self.signature,
                             reads=reads), source.text

@@ -41,6 +41,7 @@ from cubecl_server.persistence.codec import (
     split_signature,
     with_signature,
 )
+from cubecl_server.persistence.namespaces import artifact_prefix
 from cubecl_server.persistence.signing import BadSignature, Secret
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
 
@@ -164,12 +165,6 @@ class ImportReport:
     already: list[BundleEntry] = field(default_factory=list)
     """Entries this store held already, the same or a local one (kept)."""
     problems: list[EntryProblem] = field(default_factory=list)
-
-
-def artifact_prefix(backend: str, version: str, variant: str) -> str:
-    """What the namespaces of a backend's artifacts for one variant start with (the
-    artifact store's, :class:`cubecl_server.compiler.store.ArtifactStore`)."""
-    return f"{backend}/{version}/{variant.replace('/', '_')}/"
 
 
 @contextmanager

@@ -14,8 +14,6 @@ import re
 import threading
 from pathlib import Path
 
-import platformdirs
-
 from cubecl_server.errors import StoreError
 from cubecl_server.logging import logger
 from cubecl_server.persistence.sqlite import SqliteStore
@@ -51,6 +49,10 @@ def cache_root(override: str | os.PathLike[str] | None = None) -> Path:
     else the user cache directory of ``cubecl-server`` (platformdirs)."""
     chosen = override if override is not None else os.environ.get(ENV_CACHE_DIR) or None
     if chosen is None:
+        # Imported only here: it costs a fresh process milliseconds (tempfile, shutil)
+        # that a process told where its cache is need not pay.
+        import platformdirs
+
         chosen = platformdirs.user_cache_dir(APP_NAME)
     return Path(chosen).expanduser().resolve()
 

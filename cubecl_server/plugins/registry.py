@@ -305,7 +305,7 @@ class PluginRegistry:
     def _discover(self) -> _Discovery:
         # Imported here, not at module level, so `import cubecl_server` stays cheap
         # and touches no installed distribution.
-        import importlib_metadata
+        from importlib import metadata
 
         found = _Discovery(pluggy.PluginManager(hookspecs.PROJECT))
         found.pm.add_hookspecs(hookspecs)
@@ -324,7 +324,7 @@ class PluginRegistry:
         allow_env = os.environ.get(ENV_ALLOW)
         allow = None if allow_env is None else _env_names(allow_env)
         block = _env_names(os.environ.get(ENV_BLOCK, ""))
-        points = sorted(importlib_metadata.entry_points(group=self._group), key=lambda ep: ep.name)
+        points = sorted(metadata.entry_points(group=self._group), key=lambda ep: ep.name)
         if allow:
             unknown = allow - {ep.name for ep in points}
             if unknown:
@@ -363,7 +363,7 @@ def _builtin_about() -> tuple[str, str]:
 
 def _about(dist: Any) -> Callable[[], tuple[str, str]]:
     """What reads the name and version of an entry point's distribution (an
-    ``importlib_metadata.Distribution``, or None for an entry point without one)."""
+    ``importlib.metadata.Distribution``, or None for an entry point without one)."""
     def read() -> tuple[str, str]:
         return (dist.name, dist.version) if dist is not None else ("?", "?")
     return read
