@@ -18,7 +18,10 @@ arrays, one chunk of whole cubes at a time (:func:`chunks`). Conventions shared 
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import math
+import threading
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import Any
@@ -27,7 +30,7 @@ import numpy as np
 from numpy.polynomial import chebyshev as _cheb
 
 __all__ = [
-    "MAX_LANES", "Grid", "chunks", "check_dim", "extent", "length", "scalar",
+    "MAX_LANES", "Grid", "quiet", "chunks", "check_dim", "extent", "length", "scalar",
     "and_", "andnot", "merge", "select", "idiv", "trip_count", "erf",
     "load", "load_unchecked", "view_pos", "load_pos", "store", "store_unchecked",
     "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
@@ -62,6 +65,10 @@ def _iota(n: int) -> np.ndarray:
     return _cached(("iota", n), lambda: np.arange(n, dtype=np.intp))
 
 
+_TRUE, _FALSE = np.True_, np.False_
+"""NumPy's two bools: a verdict is one of them, and ``is`` tells which."""
+
+
 def _is_lanes(v: Any) -> bool:
     """Whether ``v`` is a per-lane array rather than a uniform scalar."""
     return isinstance(v, np.ndarray) and v.ndim > 0
@@ -69,6 +76,36 @@ def _is_lanes(v: Any) -> bool:
 
 def _u32(v: int) -> np.uint32:
     return np.uint32(v & 0xFFFFFFFF)
+
+
+# ---------------------------------------------------------------- the entry point
+
+
+_QUIET = threading.local()
+
+
+def _quiet_context() -> contextvars.Context:
+    context = contextvars.Context()
+    context.run(np.seterr, all="ignore")
+    return context
+
+
+def quiet(run: Callable[..., None]) -> Callable[..., None]:
+    """A generated ``run`` that calls it with NumPy's floating-point warnings off.
+
+    A kernel's overflow, division by zero or NaN is a value, as on a device, never a
+    warning. NumPy keeps that setting in a context variable, so the call runs in a
+    context of this thread's own where it is set once: entering that costs far less
+    than an ``np.errstate`` per launch, and leaves the caller's setting alone.
+    """
+    @functools.wraps(run)
+    def entry(*args: Any) -> None:
+        try:
+            context = _QUIET.context
+        except AttributeError:
+            context = _QUIET.context = _quiet_context()
+        context.run(run, *args)
+    return entry
 
 
 # ---------------------------------------------------------------- the launch grid
@@ -90,6 +127,8 @@ class Grid:
         self.ncubes = ncubes
         self.n = ncubes * self.cube_size
         self.p0 = cube0 * self.cube_size
+        self.last = self.p0 + self.n - 1
+        """The chunk's last position: with ``p0``, the range a bounds test is decided on."""
         self.CUBE_DIM = _u32(self.cube_size)
         self.CUBE_DIM_X, self.CUBE_DIM_Y, self.CUBE_DIM_Z = (_u32(d) for d in dim)
         self.CUBE_COUNT = _u32(count[0] * count[1] * count[2])
@@ -165,17 +204,26 @@ class Grid:
         Decided from the chunk's range of positions when every lane agrees (the
         common bounds test of an elementwise kernel), so no lane array is built.
         """
-        lo, hi, b = self.p0, self.p0 + self.n - 1, int(bound)
+        lo, hi, b = self.p0, self.last, int(bound)
         if op == "<":
-            verdict = True if hi < b else False if lo >= b else None
+            if hi < b:
+                return _TRUE
+            if lo >= b:
+                return _FALSE
         elif op == "<=":
-            verdict = True if hi <= b else False if lo > b else None
+            if hi <= b:
+                return _TRUE
+            if lo > b:
+                return _FALSE
         elif op == ">":
-            verdict = True if lo > b else False if hi <= b else None
-        else:
-            verdict = True if lo >= b else False if hi < b else None
-        if verdict is not None:
-            return np.bool_(verdict)
+            if lo > b:
+                return _TRUE
+            if hi <= b:
+                return _FALSE
+        elif lo >= b:
+            return _TRUE
+        elif hi < b:
+            return _FALSE
         pos = self.ABSOLUTE_POS.astype(np.asarray(bound).dtype, copy=False)
         return {"<": np.less, "<=": np.less_equal, ">": np.greater,
                 ">=": np.greater_equal}[op](pos, bound)
@@ -211,7 +259,7 @@ class Grid:
                 _cached(("plane_len", *key), length))
 
 
-_GRIDS: dict[tuple[int, ...], tuple[Grid, ...]] = {}
+_GRIDS: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, tuple[Grid, ...]]] = {}
 _GRID_LANES = 0
 """Lanes of the grids in ``_GRIDS``: what their cached positions and masks may hold."""
 
@@ -226,10 +274,10 @@ def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
     kept chunks are dropped.
     """
     global _GRID_LANES
-    key = (*count, *dim, MAX_LANES)
-    grids = _GRIDS.get(key)
-    if grids is not None:
-        return grids
+    key = (count, dim)
+    kept = _GRIDS.get(key)
+    if kept is not None and kept[0] == MAX_LANES:
+        return kept[1]
     cnt = (int(count[0]), int(count[1]), int(count[2]))
     dm = (int(dim[0]), int(dim[1]), int(dim[2]))
     total = cnt[0] * cnt[1] * cnt[2]
@@ -240,7 +288,7 @@ def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
     if _GRID_LANES + lanes > 4 * MAX_LANES:
         _GRIDS.clear()
         _GRID_LANES = 0
-    _GRIDS[key] = grids
+    _GRIDS[key] = (MAX_LANES, grids)
     _GRID_LANES += lanes
     return grids
 
@@ -286,6 +334,8 @@ def _norm(m: np.ndarray) -> Mask:
 
 def and_(m: Mask, c: Value) -> Mask:
     """The lanes active in ``m`` where the bool value ``c`` holds."""
+    if c is _TRUE:  # a bounds test every lane passes
+        return m
     if m is False:
         return False
     if not _is_lanes(c):
@@ -599,7 +649,7 @@ def view_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
     """
     lo, hi, n = g.p0, g.p0 + g.n, arr.shape[0]
     if hi <= n:
-        return arr[lo:hi]
+        return arr if lo == 0 and hi == n else arr[lo:hi]
     out = np.zeros(g.n, arr.dtype)
     if lo < n:
         out[:n - lo] = arr[lo:]
@@ -638,7 +688,10 @@ def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
     Lanes past the end are dropped in both modes (see :func:`view_pos`).
     """
     if m is True and g.p0 + g.n <= arr.shape[0]:
-        arr[g.p0:g.p0 + g.n] = val
+        if g.p0 == 0 and g.n == arr.shape[0]:
+            arr[...] = val  # no slice object, no view
+        else:
+            arr[g.p0:g.p0 + g.n] = val
         return
     k = min(g.n, arr.shape[0] - g.p0)
     if k <= 0 or m is False:
