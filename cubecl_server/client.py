@@ -79,6 +79,7 @@ class _Plan:
 
 
 _COMPLETED = CompletedEvent()
+_DEFERRED = ExecutionPolicy.DEFERRED  # a module global: reading an Enum member costs a call
 
 
 class _Counters:
@@ -422,7 +423,7 @@ class ComputeClient:
                                                self.capabilities))
         handles, arrays, scalars = _bind(plan, args, self.memory)
         self._launches += 1
-        if self.policy is ExecutionPolicy.DEFERRED:
+        if self.policy is _DEFERRED:
             self._held.append(_Held(plan, self._launches, cube_count, cube_dim, handles,
                                     arrays, scalars))
         else:

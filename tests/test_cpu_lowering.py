@@ -958,7 +958,7 @@ def test_source_imports_only_numpy_and_support() -> None:
 
 def test_validated_source_runs_in_a_namespace_without_builtins() -> None:
     run = _loaded(source(reduction_kernel(E.F32, 64)))
-    assert run.__wrapped__.__globals__["__builtins__"] == {}
+    assert run.run.__globals__["__builtins__"] == {}
     a, out = np.ones(64, np.float32), np.zeros(1, np.float32)
     run([a, out], [(64,), (1,)], [(1,), (1,)], [], (1, 1, 1), (64, 1, 1))
     assert out[0] == 64

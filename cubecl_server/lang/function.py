@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["KernelFunction", "kernel"]
 
+_UNCHECKED = ExecutionMode.UNCHECKED  # a module global: reading an Enum member costs a call
+
 
 class KernelFunction:
     """A function written in the kernel language, ready to launch on any backend.
@@ -114,7 +116,7 @@ class KernelFunction:
         try:
             if comptime:
                 comptime = self._hashable(comptime)
-            if self.signature.lines and client.mode is ExecutionMode.UNCHECKED:
+            if client.mode is _UNCHECKED and self.signature.lines:
                 self._check_whole_lines(args, comptime)
             client.launch(self, cube_count, cube_dim, args, comptime)
         except KernelSyntaxError as exc:

@@ -19,7 +19,6 @@ arrays, one chunk of whole cubes at a time (:func:`chunks`). Conventions shared 
 from __future__ import annotations
 
 import contextvars
-import functools
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -30,7 +29,8 @@ import numpy as np
 from numpy.polynomial import chebyshev as _cheb
 
 __all__ = [
-    "MAX_LANES", "Grid", "quiet", "chunks", "check_dim", "extent", "length", "scalar",
+    "MAX_LANES", "Grid", "QuietRun", "quiet_context", "chunks", "check_dim", "extent",
+    "length", "scalar",
     "and_", "andnot", "merge", "select", "idiv", "trip_count", "erf",
     "load", "load_unchecked", "view_pos", "load_pos", "store", "store_unchecked",
     "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
@@ -84,28 +84,35 @@ def _u32(v: int) -> np.uint32:
 _QUIET = threading.local()
 
 
-def _quiet_context() -> contextvars.Context:
-    context = contextvars.Context()
-    context.run(np.seterr, all="ignore")
-    return context
-
-
-def quiet(run: Callable[..., None]) -> Callable[..., None]:
-    """A generated ``run`` that calls it with NumPy's floating-point warnings off.
+def quiet_context() -> contextvars.Context:
+    """This thread's context in which NumPy's floating-point warnings are off, where
+    generated code runs.
 
     A kernel's overflow, division by zero or NaN is a value, as on a device, never a
-    warning. NumPy keeps that setting in a context variable, so the call runs in a
-    context of this thread's own where it is set once: entering that costs far less
-    than an ``np.errstate`` per launch, and leaves the caller's setting alone.
+    warning. NumPy keeps that setting in a context variable, so it is set once in a
+    context of each thread's own: entering that costs far less than an
+    ``np.errstate`` per launch, and leaves the caller's setting alone.
     """
-    @functools.wraps(run)
-    def entry(*args: Any) -> None:
-        try:
-            context = _QUIET.context
-        except AttributeError:
-            context = _QUIET.context = _quiet_context()
-        context.run(run, *args)
-    return entry
+    try:
+        return _QUIET.context  # type: ignore[no-any-return]
+    except AttributeError:
+        context = _QUIET.context = contextvars.Context()
+        context.run(np.seterr, all="ignore")
+        return context
+
+
+class QuietRun:
+    """A generated ``run`` as loaded: calling it runs ``run`` in :func:`quiet_context`
+    (a server that calls many may enter that context itself and call ``run``)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Callable[..., None]) -> None:
+        self.run = run
+
+    def __call__(self, *args: Any) -> None:
+        """Run the kernel: ``run(*args)`` with NumPy's floating-point warnings off."""
+        quiet_context().run(self.run, *args)
 
 
 # ---------------------------------------------------------------- the launch grid
@@ -262,6 +269,8 @@ class Grid:
 _GRIDS: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, tuple[Grid, ...]]] = {}
 _GRID_LANES = 0
 """Lanes of the grids in ``_GRIDS``: what their cached positions and masks may hold."""
+_LAST_GRIDS: tuple[Any, Any, int, tuple[Grid, ...]] = ((), (), 0, ())
+"""The last call's count and dim (the very tuples), ``MAX_LANES`` then, and its grids."""
 
 
 def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
@@ -273,10 +282,14 @@ def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
     the same geometry sets nothing up again; past ``4 * MAX_LANES`` lanes kept, the
     kept chunks are dropped.
     """
-    global _GRID_LANES
+    global _GRID_LANES, _LAST_GRIDS
+    last = _LAST_GRIDS
+    if last[0] is count and last[1] is dim and last[2] == MAX_LANES:
+        return last[3]  # the same tuples as the launch before: no hashing
     key = (count, dim)
     kept = _GRIDS.get(key)
     if kept is not None and kept[0] == MAX_LANES:
+        _LAST_GRIDS = (count, dim, MAX_LANES, kept[1])
         return kept[1]
     cnt = (int(count[0]), int(count[1]), int(count[2]))
     dm = (int(dim[0]), int(dim[1]), int(dim[2]))
@@ -290,6 +303,7 @@ def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
         _GRID_LANES = 0
     _GRIDS[key] = (MAX_LANES, grids)
     _GRID_LANES += lanes
+    _LAST_GRIDS = (count, dim, MAX_LANES, grids)
     return grids
 
 

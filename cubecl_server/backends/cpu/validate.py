@@ -350,10 +350,10 @@ def validated_module(payload: bytes, filename: str) -> ast.Module:
     return ast.Module(body=[tree.body[0], fn], type_ignores=[])
 
 
-def define_entry(module: ast.Module, filename: str, name: str) -> Callable[..., None]:
+def define_entry(module: ast.Module, filename: str, name: str) -> support.QuietRun:
     """The entry point a :func:`validated_module` defines, compiled and run in a
     namespace of exactly the names the subset can read, without builtins; it runs
-    with NumPy's floating-point warnings off (:func:`support.quiet`)."""
+    with NumPy's floating-point warnings off (:class:`support.QuietRun`)."""
     try:
         code = compile(module, filename, "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
@@ -363,4 +363,4 @@ def define_entry(module: ast.Module, filename: str, name: str) -> Callable[..., 
     # Safe to run: the module body only defines the function, whose every name and
     # attribute the checker has bounded to this namespace's contents.
     exec(code, namespace)
-    return support.quiet(cast(Callable[..., None], namespace[ENTRY_POINT]))
+    return support.QuietRun(cast(Callable[..., None], namespace[ENTRY_POINT]))
