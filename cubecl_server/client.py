@@ -488,10 +488,12 @@ def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
             _bad_array(plan.kernel.name, params[i], h)
         handles.append(h)
         bindings.append(h.binding())
-    # The common case, a NumPy scalar of the right type, costs one comparison.
-    scalars = tuple([args[i] if type(args[i]) is t else _scalar(plan.kernel.name, p, args[i])
-                     for i, p, t in plan.scalars])
-    return handles, tuple(bindings), scalars
+    scalars = []
+    for i, p, t in plan.scalars:
+        # The common case, a NumPy scalar of the right type, costs one comparison.
+        a = args[i]
+        scalars.append(a if type(a) is t else _scalar(plan.kernel.name, p, a))
+    return handles, tuple(bindings), tuple(scalars)
 
 
 def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:

@@ -661,9 +661,12 @@ def view_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
     Lanes past the end read 0 in both modes, since they are the inactive lanes of a
     bounds test in any correct kernel.
     """
-    lo, hi, n = g.p0, g.p0 + g.n, arr.shape[0]
+    lo, n = g.p0, len(arr)
+    if lo == 0 and g.n == n:
+        return arr  # the whole array: not even a view to make
+    hi = lo + g.n
     if hi <= n:
-        return arr if lo == 0 and hi == n else arr[lo:hi]
+        return arr[lo:hi]
     out = np.zeros(g.n, arr.dtype)
     if lo < n:
         out[:n - lo] = arr[lo:]
@@ -701,12 +704,14 @@ def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
 
     Lanes past the end are dropped in both modes (see :func:`view_pos`).
     """
-    if m is True and g.p0 + g.n <= arr.shape[0]:
-        if g.p0 == 0 and g.n == arr.shape[0]:
-            arr[...] = val  # no slice object, no view
-        else:
-            arr[g.p0:g.p0 + g.n] = val
-        return
+    if m is True:
+        lo, n = g.p0, len(arr)
+        if lo == 0 and g.n == n:
+            arr[...] = val  # the whole array: no slice object, no view
+            return
+        if lo + g.n <= n:
+            arr[lo:lo + g.n] = val
+            return
     k = min(g.n, arr.shape[0] - g.p0)
     if k <= 0 or m is False:
         return
