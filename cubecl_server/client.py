@@ -61,23 +61,25 @@ class _Plan:
 
     id: ArtifactId
     kernel: ir.Kernel
-    params: tuple[tuple[ir.Param, type], ...]
-    """Each parameter with the NumPy scalar type a scalar argument is passed as."""
-    arrays: tuple[int, ...]
-    """The positions of the array parameters among all parameters, in order."""
-    scalars: tuple[int, ...]
-    """The positions of the scalar parameters, in order."""
+    params: tuple[ir.Param, ...]
+    arrays: tuple[tuple[int, ir.Elem], ...]
+    """Each array parameter, in order: its position among all parameters and its
+    element type."""
+    scalars: tuple[tuple[int, ir.Param, type], ...]
+    """Each scalar parameter, in order: its position, itself, and the NumPy scalar type
+    its argument is passed as."""
     reads: tuple[int, ...]
     """Among the array parameters, those the kernel reads (a tainted one stops the
     launch)."""
     writes: tuple[int, ...]
     """Among the array parameters, those the kernel writes (tainted if the launch
     fails)."""
-    elems: tuple[ir.Elem, ...]
-    """The element type of each array parameter."""
+    units: int
+    """Units in one cube of the plan's cube dim."""
 
 
 _COMPLETED = CompletedEvent()
+_DEFERRED = ExecutionPolicy.DEFERRED  # a module global: reading an Enum member costs a call
 
 
 class _Counters:
@@ -157,8 +159,8 @@ class ComputeClient:
         self.errors = ErrorGraph()
         self.failures = Failures()
         self._launches = 0
-        # (kernel, comptime items, cube dim) -> plan: what lets a repeated launch skip
-        # hashing anything but this tuple.
+        # (kernel, cube dim's sides, comptime items) -> plan: what lets a repeated
+        # launch skip hashing anything but this tuple.
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._max_count = server.capabilities.max_cube_count
         self._held: list[_Held | tuple[Command, Handle, Handle | None, int]] = []
@@ -362,7 +364,10 @@ class ComputeClient:
 
     def _plan(self, kernel: Launchable, cube_dim: CubeDim,
               comptime: dict[str, Any]) -> _Plan:
-        key = (kernel, tuple(comptime.items()), cube_dim) if comptime else (kernel, cube_dim)
+        # The cube dim's sides, not the CubeDim: a tuple of ints hashes without a call.
+        key = (kernel, cube_dim.x, cube_dim.y, cube_dim.z)
+        if comptime:
+            key += tuple(comptime.items())
         plan = self._plans.get(key)
         if plan is None:
             aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
@@ -371,12 +376,13 @@ class ComputeClient:
             read, written = k.array_access
             arrays = [p for p in k.params if p.array]
             plan = self._plans[key] = _Plan(
-                aid, k, tuple((p, _SCALAR_TYPES[p.elem]) for p in k.params),
-                tuple(i for i, p in enumerate(k.params) if p.array),
-                tuple(i for i, p in enumerate(k.params) if not p.array),
+                aid, k, k.params,
+                tuple((i, p.elem) for i, p in enumerate(k.params) if p.array),
+                tuple((i, p, _SCALAR_TYPES[p.elem]) for i, p in enumerate(k.params)
+                      if not p.array),
                 tuple(i for i, p in enumerate(arrays) if p.name in read),
                 tuple(i for i, p in enumerate(arrays) if p.name in written),
-                tuple(p.elem for p in arrays))
+                cube_dim.total)
         return plan
 
     def artifact_id(self, kernel: Launchable, cube_dim: CubeDim | int | tuple[int, ...],
@@ -411,13 +417,13 @@ class ComputeClient:
             cube_dim = CubeDim.of(cube_dim)
         plan = self._plan(kernel, cube_dim, comptime)
         limit = self._max_count
-        if cube_count.x > limit[0] or cube_count.y > limit[1] or cube_count.z > limit[2] \
-                or cube_count.total * cube_dim.total > MAX_UNITS:
+        x, y, z = cube_count.x, cube_count.y, cube_count.z
+        if x > limit[0] or y > limit[1] or z > limit[2] or x * y * z * plan.units > MAX_UNITS:
             raise LaunchError(cube_count_error(plan.kernel, cube_count, cube_dim,
                                                self.capabilities))
         handles, arrays, scalars = _bind(plan, args, self.memory)
         self._launches += 1
-        if self.policy is ExecutionPolicy.DEFERRED:
+        if self.policy is _DEFERRED:
             self._held.append(_Held(plan, self._launches, cube_count, cube_dim, handles,
                                     arrays, scalars))
         else:
@@ -472,19 +478,22 @@ def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
     parameter (``TypeError`` naming it)."""
     params = plan.params
     if len(args) != len(params):
-        names = ", ".join(p.name for p, _ in params)
+        names = ", ".join(p.name for p in params)
         raise TypeError(f"kernel {plan.kernel.name!r} takes {len(params)} argument(s) "
                         f"({names}), got {len(args)}")
-    handles = [args[i] for i in plan.arrays]
-    for h, elem, i in zip(handles, plan.elems, plan.arrays, strict=True):
+    handles, bindings = [], []
+    for i, elem in plan.arrays:
+        h = args[i]
         if type(h) is not Handle or h.elem is not elem or h.memory is not memory:
-            _bad_array(plan.kernel.name, params[i][0], h)
+            _bad_array(plan.kernel.name, params[i], h)
+        handles.append(h)
+        bindings.append(h.binding())
     scalars = []
-    for i in plan.scalars:
+    for i, p, t in plan.scalars:
         # The common case, a NumPy scalar of the right type, costs one comparison.
-        a, (p, scalar_type) = args[i], params[i]
-        scalars.append(a if type(a) is scalar_type else _scalar(plan.kernel.name, p, a))
-    return handles, tuple(h.binding() for h in handles), tuple(scalars)
+        a = args[i]
+        scalars.append(a if type(a) is t else _scalar(plan.kernel.name, p, a))
+    return handles, tuple(bindings), tuple(scalars)
 
 
 def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:

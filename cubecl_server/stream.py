@@ -62,7 +62,8 @@ class Failures:
     def take_lost(self) -> tuple[list[LostFailure], int]:
         """The failures nobody read and nobody can read any more, and how many there
         were in all (more than described when many were lost); then forget them."""
-        self._sweep()
+        if self._pending:  # every sync asks: with nothing pending, nothing to sweep
+            self._sweep()
         lost, count = self._lost, self._lost_count
         self._lost, self._lost_count = [], 0
         return lost, count

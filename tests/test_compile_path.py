@@ -3,12 +3,14 @@ files in a temporary cache dir and real processes."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sqlite3
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +215,30 @@ def test_environment_switch_resets_loaders(cache_dir: Path) -> None:
         environment.switch_environment(None)
     assert [r.outcome.value for r in recs] == ["compiled", "compiled", "loaded"]
     assert (cache_dir / "elsewhere" / "cubecl.sqlite3").exists()
+
+
+def test_a_switch_on_another_thread_resets_a_loader_and_lets_dead_ones_go(
+        cache_dir: Path) -> None:
+    c = create_client("cpu")
+    gone = create_client("cpu").loader
+    gone_ref = weakref.ref(gone)
+    del gone
+    gc.collect()
+    assert gone_ref() is None  # registering for switches kept no loader alive
+    aid = c.artifact_id(kernels.scale, CubeDim(8), {})
+    try:
+        with recording(c) as recs:
+            first = c.loader.get(aid)
+            assert c.loader.get(aid) is first  # a hit: nothing recorded
+            switch = threading.Thread(target=environment.switch_environment, args=("other",))
+            switch.start()
+            switch.join()
+            c.loader.get(aid)
+    finally:
+        environment.switch_environment(None)
+    # The hit after the switch is a miss in the new environment: compiled there.
+    assert [r.outcome.value for r in recs] == ["compiled", "compiled"]
+    assert (cache_dir / "other" / "cubecl.sqlite3").exists()
 
 
 def _ids(c: Any, n: int) -> list[ArtifactId]:

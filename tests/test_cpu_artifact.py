@@ -153,7 +153,7 @@ def test_compiler_names_only_what_is_allowed() -> None:
 
 def test_loaded_kernel_sees_no_builtins_and_only_allowed_names() -> None:
     fn = TARGET.load(Artifact(KIND, _scale_source().encode(), HEADER))
-    g = fn.__globals__
+    g = fn.run.__globals__
     assert g["__builtins__"] == {}
     assert set(g) == {"__builtins__", "__name__", "__doc__", "np", "_s", "run"}
     assert set(vars(g["np"])) == validate.NUMPY_NAMES

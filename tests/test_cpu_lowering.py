@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import math
 import secrets
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -354,6 +355,32 @@ def test_edge_cases_raise_no_numpy_warning() -> None:
         launch(k, [a, z, out_i, out_f])
     assert np.isnan(out_f[0]) and out_f[3] == np.inf
 
+
+
+def test_a_launch_leaves_the_callers_error_setting_as_it_was_on_each_thread() -> None:
+    x = ld("a", POS, E.F32)
+    k = kern([guarded("out", st("out", POS, op(B.MUL, x, x)))],
+             [("a", "f32[]"), ("out", "f32[]")])
+    run = _loaded(source(k, (64, 1, 1), ExecutionMode.CHECKED))
+
+    def launch_under_raise(errors: list[BaseException]) -> None:
+        a, out = np.array([3e38, 2.0], np.float32), np.zeros(2, np.float32)
+        try:
+            with np.errstate(over="raise"):
+                run([a, out], [(2,), (2,)], [(1,), (1,)], [], (1, 1, 1), (64, 1, 1))
+                assert np.geterr()["over"] == "raise"
+                with pytest.raises(FloatingPointError):
+                    _ = a * a  # the caller's setting still holds here
+            assert out.tolist() == [np.inf, 4.0]
+        except BaseException as e:  # handed to the main thread
+            errors.append(e)
+
+    errors: list[BaseException] = []
+    launch_under_raise(errors)
+    other = threading.Thread(target=launch_under_raise, args=(errors,))
+    other.start()
+    other.join()
+    assert errors == []
 
 def test_erf_of_uniform_value() -> None:
     got = support.erf(np.float32(0.5))
@@ -931,7 +958,7 @@ def test_source_imports_only_numpy_and_support() -> None:
 
 def test_validated_source_runs_in_a_namespace_without_builtins() -> None:
     run = _loaded(source(reduction_kernel(E.F32, 64)))
-    assert run.__globals__["__builtins__"] == {}
+    assert run.run.__globals__["__builtins__"] == {}
     a, out = np.ones(64, np.float32), np.zeros(1, np.float32)
     run([a, out], [(64,), (1,)], [(1,), (1,)], [], (1, 1, 1), (64, 1, 1))
     assert out[0] == 64

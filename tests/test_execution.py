@@ -112,3 +112,31 @@ def test_a_failure_inside_a_held_batch_taints_exactly_what_it_should(
     s = c.stats()
     assert (s.launches, s.skipped, s.failed) == (1, 1, 1), s
     assert hx.taint is None
+
+
+def test_a_repeated_launch_follows_new_buffers_geometry_and_frees() -> None:
+    # What the cpu launch keeps between launches (its plan, argument lists, geometry
+    # and chunks) must follow whatever a launch is given now.
+    c = create_client("cpu")
+    rng = np.random.default_rng(7)
+    a = np.float32(1.5)
+    x1, y1, x2, y2 = (rng.standard_normal(N, dtype=np.float32) for _ in range(4))
+    h1 = [c.create(x1), c.create(y1), c.empty(N, np.float32)]
+    axpy.launch(c, COUNT, DIM, *h1, a)
+    h2 = [c.create(x2), c.create(y2), c.create(np.zeros(N, np.float32))]
+    axpy.launch(c, CubeCount(2), DIM, *h2, a)  # 512 units: the rest stays 0
+    want = a * x2 + y2
+    want[512:] = 0
+    np.testing.assert_array_equal(c.read(h2[2]), want)
+    np.testing.assert_array_equal(c.read(h1[2]), a * x1 + y1)
+    freed = h1[0]
+    for h in h1:
+        h.free()
+    h3 = [c.create(y2), c.create(x2), c.empty(N, np.float32)]  # may take the freed ids
+    axpy.launch(c, COUNT, DIM, *h3, a)
+    np.testing.assert_array_equal(c.read(h3[2]), a * y2 + x2)
+    with pytest.raises(ValueError, match="freed"):
+        axpy.launch(c, COUNT, DIM, freed, h3[1], h3[2], a)
+    with pytest.raises(TypeError, match=r"'a'.*f32"):
+        axpy.launch(c, COUNT, DIM, *h3, "1.5")
+    c.sync()

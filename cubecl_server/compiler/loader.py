@@ -84,40 +84,45 @@ class KernelLoader:
         self._launched = launched.ACTIVE
         self._inflight: dict[ArtifactId, Future[Any]] = {}
         self._lock = threading.Lock()
-        self._generation = environment.generation()
+        # A switch of environment empties _loaded at once, so that a hit checks nothing.
+        environment.on_switch(self._environment_switched)
         launched.collect_process()
 
     def get(self, id: ArtifactId) -> Any:
         """The loaded kernel for ``id``, compiling or reading it on a miss."""
-        if self._generation == environment.generation():
-            loaded = self._loaded.get(id)
-            if loaded is not None:
-                if self._launched:
-                    self._note((id,))
-                return loaded
-        return self.get_batch((id,))[0]
+        try:
+            loaded = self._loaded[id]
+        except KeyError:
+            return self.get_batch((id,))[0]
+        if self._launched:
+            self._note((id,))
+        return loaded
 
     def get_batch(self, ids: Sequence[ArtifactId]) -> list[Any]:
         """The loaded kernels for ``ids``: misses are compiled in parallel on a thread
         pool and loaded here, one after another, as one recorded batch."""
-        self._check_generation()
+        # What this call hands out is taken as it is found or made: a switch of
+        # environment on another thread may empty _loaded at any moment.
+        found: dict[ArtifactId, Any] = {}
         mine: dict[ArtifactId, Future[Any]] = {}
         waits: dict[ArtifactId, Future[Any]] = {}
         with self._lock:
             for id in ids:
-                if id in self._loaded or id in mine or id in waits:
+                if id in found or id in mine or id in waits:
                     continue
-                if id in self._inflight:
+                if id in self._loaded:
+                    found[id] = self._loaded[id]
+                elif id in self._inflight:
                     waits[id] = self._inflight[id]
                 else:
                     mine[id] = self._inflight[id] = Future()
         if mine:
             self._obtain_and_load(list(mine), mine)
-        for fut in waits.values():
-            fut.result()
+        for id, fut in (*mine.items(), *waits.items()):
+            found[id] = fut.result()
         if self._launched:
             self._note(ids)
-        return [self._loaded[id] for id in ids]
+        return [found[id] for id in ids]
 
     def _note(self, ids: Sequence[ArtifactId]) -> None:
         """Note the artifacts of ``ids`` in the open collections of launched kernels."""
@@ -132,12 +137,11 @@ class KernelLoader:
                     "artifact", id.kernel.name, self.backend, variant, self.build_id,
                     store.kernels_namespace, key.digest))
 
-    def _check_generation(self) -> None:
-        gen = environment.generation()
-        if gen != self._generation:
-            with self._lock:
-                self._loaded.clear()
-                self._generation = gen
+    def _environment_switched(self) -> None:
+        """Forget every loaded kernel: the next get of each reads the new environment's
+        store (or compiles)."""
+        with self._lock:
+            self._loaded.clear()
 
     def _obtain_and_load(self, ids: list[ArtifactId],
                          futures: dict[ArtifactId, Future[Any]]) -> None:

@@ -7,19 +7,26 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cubecl_server import ir
-from cubecl_server.errors import LaunchError
+from cubecl_server.errors import KernelSyntaxError, LaunchError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
 from cubecl_server.lang.ircache import cached_kernel
 from cubecl_server.lang.reads import Reads
 from cubecl_server.lang.signature import LINE_SIZE, KernelSignature, kernel_signature
-from cubecl_server.lang.source import KernelSource, load_source, raises_at_kernel_line
+from cubecl_server.lang.source import (
+    KernelSource,
+    hide_frontend_frames,
+    load_source,
+    raises_at_kernel_line,
+)
 
 if TYPE_CHECKING:
     from cubecl_server.client import ComputeClient
     from cubecl_server.kernel import CubeCount, CubeDim
 
 __all__ = ["KernelFunction", "kernel"]
+
+_UNCHECKED = ExecutionMode.UNCHECKED  # a module global: reading an Enum member costs a call
 
 
 class KernelFunction:
@@ -96,7 +103,6 @@ class KernelFunction:
         """The IR of this kernel with the given comptime values."""
         return self.kernel_id(comptime).ir
 
-    @raises_at_kernel_line
     def launch(self, client: ComputeClient, cube_count: CubeCount | int | tuple[int, ...],
                cube_dim: CubeDim | int | tuple[int, ...], *args: Any, **comptime: Any) -> None:
         """Run the kernel on ``client``'s device with ``args`` in parameter order and
@@ -108,10 +114,16 @@ class KernelFunction:
         whole lines (``LaunchError`` otherwise): only checked mode has a last, partial
         line.
         """
-        comptime = self._hashable(comptime)
-        if self.signature.lines and client.mode is ExecutionMode.UNCHECKED:
-            self._check_whole_lines(args, comptime)
-        client.launch(self, cube_count, cube_dim, args, comptime)
+        # As raises_at_kernel_line does, without the wrapper's call on every launch.
+        try:
+            if comptime:
+                comptime = self._hashable(comptime)
+            if client.mode is _UNCHECKED and self.signature.lines:
+                self._check_whole_lines(args, comptime)
+            client.launch(self, cube_count, cube_dim, args, comptime)
+        except KernelSyntaxError as exc:
+            hide_frontend_frames(exc)
+            raise
 
     def _hashable(self, comptime: dict[str, Any]) -> dict[str, Any]:
         """``comptime`` with a ``line_size`` mapping as sorted pairs, so that the values

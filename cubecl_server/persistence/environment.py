@@ -1,8 +1,9 @@
 """Where the cache lives: the cache root, the named environments under it, and their stores.
 
 An environment is a subdirectory of the cache root holding one SQLite file. Switching
-environments bumps a process-wide generation counter; loaders, stores and tune caches
-compare :func:`generation` on access and reset themselves when it moved. The store
+environments bumps a process-wide generation counter; stores and tune caches compare
+:func:`generation` on access and reset themselves when it moved, and what cannot afford
+even that comparison (a kernel loader's hit) registers a reset with :func:`on_switch`. The store
 creates the cache root and environment directories 0700 and the file 0600, and reads
 none that another user could have written (see :mod:`.files`).
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 import threading
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from cubecl_server.errors import StoreError
@@ -21,7 +24,7 @@ from cubecl_server.persistence.sqlite import SqliteStore
 __all__ = [
     "APP_NAME", "DATABASE_FILENAME", "DEFAULT_ENVIRONMENT", "ENV_CACHE_DIR", "ENV_ENVIRONMENT",
     "cache_root", "database_path", "environment_name", "environment_path", "generation",
-    "open_store", "switch_environment", "validate_environment_name",
+    "on_switch", "open_store", "switch_environment", "validate_environment_name",
 ]
 
 log = logger("persistence")
@@ -39,6 +42,7 @@ _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 _switch_lock = threading.Lock()
 _switched_to: str | None = None
 _generation = 0
+_on_switch: list[weakref.WeakMethod[Callable[[], None]]] = []
 
 _stores_lock = threading.Lock()
 _stores: dict[Path, SqliteStore | None] = {}
@@ -93,11 +97,23 @@ def switch_environment(name: str | None) -> None:
     with _switch_lock:
         _switched_to = name
         _generation += 1
+        callbacks = [m for m in (ref() for ref in _on_switch) if m is not None]
+        _on_switch[:] = [weakref.WeakMethod(m) for m in callbacks]
+    for callback in callbacks:
+        callback()
 
 
 def generation() -> int:
     """How many times the environment was switched in this process (a plain int read)."""
     return _generation
+
+
+def on_switch(callback: Callable[[], None]) -> None:
+    """Call ``callback``, a bound method, after every later :func:`switch_environment`
+    (on the switching thread), for as long as its object lives: it is held weakly, so
+    registering does not keep a loader alive."""
+    with _switch_lock:
+        _on_switch.append(weakref.WeakMethod(callback))
 
 
 def environment_path(

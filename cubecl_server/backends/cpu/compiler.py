@@ -270,8 +270,6 @@ class _Emitter(StructuredEmitter):
         ]
         self.depth = 1
         self.line(f"_s.check_dim(dim, {self.dim})")
-        self.line('with np.errstate(all="ignore"):')
-        self.depth = 2
         for p in self.arrays.values():
             self.line(f"{self._py(p.name)} = arrays[{self.position[p.name]}]",
                       f"{p.name}: Array[{p.value_type.value}]")
@@ -279,10 +277,17 @@ class _Emitter(StructuredEmitter):
             self.line(f"{self._py(p.name)} = _s.scalar(scalars[{self.position[p.name]}], "
                       f"{_dtype(p.elem)})", f"{p.name}: {p.elem.value}")
         body_start = len(self.lines)
-        self.depth = 3
+        self.depth = 2
+        self.block(k.body)
+        chunk_body = self.lines[body_start:]
+        del self.lines[body_start:]
+        # A local the body never names (one read as what it aliases, as ``i =
+        # ABSOLUTE_POS`` is) needs no zeros; a name in a comment keeps them, harmlessly.
+        named = set(re.findall(r"\w+", "\n".join(chunk_body)))
         for loc in k.locals:
-            self.line(f"{self._py(loc.name)} = {_zero(loc.elem)}",
-                      f"var {loc.name}: {loc.elem.value}")
+            if self._py(loc.name) in named:
+                self.line(f"{self._py(loc.name)} = {_zero(loc.elem)}",
+                          f"var {loc.name}: {loc.elem.value}")
         for sh in k.shared:
             self.line(f"{self._py(sh.name)} = np.zeros(g.ncubes * {sh.size}, {_dtype(sh.elem)})",
                       f"shared {sh.name}: {sh.elem.value}[{sh.size}]")
@@ -290,10 +295,10 @@ class _Emitter(StructuredEmitter):
             self.line(f"{self._py(la.name)} = np.zeros(g.n * {la.size}, {_dtype(la.elem)})",
                       f"local {la.name}: {la.elem.value}[{la.size}]")
         self.line("alive = True", "lanes that have not returned")
-        self.block(k.body)
+        self.lines += chunk_body
         body = self.lines[body_start:]
         del self.lines[body_start:]
-        self.depth = 2
+        self.depth = 1
         for (kind, name, axis), py in self.hoisted.items():
             line = self.arrays[name].line if name in self.arrays else 1
             if kind == "len" and line > 1:

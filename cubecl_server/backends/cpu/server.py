@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from cubecl_server.backend import (
     DeviceInfo,
     DeviceKind,
 )
+from cubecl_server.backends.cpu.support import QuietRun, quiet_context
 from cubecl_server.ir import Elem
 
 __all__ = ["CpuRuntime", "CpuServer", "CAPABILITIES"]
@@ -32,13 +33,13 @@ CAPABILITIES = Capabilities(
     max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS), line_sizes=(1, 2, 4, 8, 16),
 )
 
-LoadedCpuKernel = Callable[..., None]
+LoadedCpuKernel = QuietRun
 
 
 _DTYPES = {e: np.dtype(e.numpy_name) for e in Elem}
 
 _VIEW_LIMIT = 1024
-"""Bindings whose views a server keeps before it drops them all."""
+"""Launch argument lists whose views a server keeps before it drops them all."""
 
 
 def _view(b: Binding) -> np.ndarray:
@@ -54,8 +55,9 @@ def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-_Argument = tuple[Binding, np.ndarray, tuple[int, ...], tuple[int, ...]]
-"""A binding as a launch passes it: its view, shape and strides."""
+_Arguments = tuple[tuple[Binding, ...], list[np.ndarray], list[tuple[int, ...]],
+                   list[tuple[int, ...]]]
+"""A launch's bindings as ``run`` takes them: their views, shapes and strides."""
 
 
 class CpuServer:
@@ -67,16 +69,25 @@ class CpuServer:
     def __init__(self, device: DeviceInfo) -> None:
         self.device = device
         self.storage = BytesStorage()
-        # id of a binding -> the binding (kept, so the id is not reused) and what a
-        # launch passes for it: the client binds a buffer as one Binding for its life.
-        self._arguments: dict[int, _Argument] = {}
+        # ids of a launch's bindings -> the bindings and what run takes for them: the
+        # client binds a buffer as one Binding for its life, so a launch repeated on
+        # the same buffers finds its lists made. An entry holds its bindings, so no
+        # other object can have their ids while it is kept.
+        self._arguments: dict[tuple[int, ...], _Arguments] = {}
+        # The last launch's cube count and dim, and their sides as run takes them.
+        self._geometry: tuple[object, object, tuple[int, int, int], tuple[int, int, int]] = \
+            (None, None, (0, 0, 0), (0, 0, 0))
 
-    def _argument(self, b: Binding) -> _Argument:
-        arg = self._arguments.get(id(b))
-        if arg is None or arg[0] is not b:
+    def _bound(self, arrays: Sequence[Binding]) -> _Arguments:
+        key = tuple(map(id, arrays))
+        arg = self._arguments.get(key)
+        if arg is None:
             if len(self._arguments) >= _VIEW_LIMIT:
                 self._arguments.clear()
-            arg = self._arguments[id(b)] = (b, _view(b), b.shape, _strides(b.shape))
+            bindings = tuple(arrays)
+            arg = self._arguments[key] = (bindings, [_view(b) for b in bindings],
+                                          [b.shape for b in bindings],
+                                          [_strides(b.shape) for b in bindings])
         return arg
 
     def read(self, binding: Binding) -> np.ndarray:
@@ -90,9 +101,15 @@ class CpuServer:
     def launch(self, kernel: LoadedCpuKernel, count: CubeCount, dim: CubeDim,
                arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
         """Run the kernel's generated ``run`` over every unit of the grid."""
-        args = [self._argument(b) for b in arrays]
-        kernel([a[1] for a in args], [a[2] for a in args], [a[3] for a in args], scalars,
-               (count.x, count.y, count.z), (dim.x, dim.y, dim.z))
+        geometry = self._geometry
+        if geometry[0] is not count or geometry[1] is not dim:
+            # Both are frozen: the same objects, the same sides (and, passed on as the
+            # same tuples, chunks finds its grids at once).
+            geometry = self._geometry = (count, dim, (count.x, count.y, count.z),
+                                         (dim.x, dim.y, dim.z))
+        _, views, shapes, strides = self._bound(arrays)
+        quiet_context().run(kernel.run, views, shapes, strides, scalars, geometry[2],
+                            geometry[3])
 
     def sync(self) -> None:
         """Nothing to wait for: launches are synchronous."""

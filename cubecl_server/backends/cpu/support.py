@@ -18,7 +18,9 @@ arrays, one chunk of whole cubes at a time (:func:`chunks`). Conventions shared 
 
 from __future__ import annotations
 
+import contextvars
 import math
+import threading
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import Any
@@ -27,7 +29,8 @@ import numpy as np
 from numpy.polynomial import chebyshev as _cheb
 
 __all__ = [
-    "MAX_LANES", "Grid", "chunks", "check_dim", "extent", "length", "scalar",
+    "MAX_LANES", "Grid", "QuietRun", "quiet_context", "chunks", "check_dim", "extent",
+    "length", "scalar",
     "and_", "andnot", "merge", "select", "idiv", "trip_count", "erf",
     "load", "load_unchecked", "view_pos", "load_pos", "store", "store_unchecked",
     "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
@@ -62,6 +65,10 @@ def _iota(n: int) -> np.ndarray:
     return _cached(("iota", n), lambda: np.arange(n, dtype=np.intp))
 
 
+_TRUE, _FALSE = np.True_, np.False_
+"""NumPy's two bools: a verdict is one of them, and ``is`` tells which."""
+
+
 def _is_lanes(v: Any) -> bool:
     """Whether ``v`` is a per-lane array rather than a uniform scalar."""
     return isinstance(v, np.ndarray) and v.ndim > 0
@@ -69,6 +76,43 @@ def _is_lanes(v: Any) -> bool:
 
 def _u32(v: int) -> np.uint32:
     return np.uint32(v & 0xFFFFFFFF)
+
+
+# ---------------------------------------------------------------- the entry point
+
+
+_QUIET = threading.local()
+
+
+def quiet_context() -> contextvars.Context:
+    """This thread's context in which NumPy's floating-point warnings are off, where
+    generated code runs.
+
+    A kernel's overflow, division by zero or NaN is a value, as on a device, never a
+    warning. NumPy keeps that setting in a context variable, so it is set once in a
+    context of each thread's own: entering that costs far less than an
+    ``np.errstate`` per launch, and leaves the caller's setting alone.
+    """
+    try:
+        return _QUIET.context  # type: ignore[no-any-return]
+    except AttributeError:
+        context = _QUIET.context = contextvars.Context()
+        context.run(np.seterr, all="ignore")
+        return context
+
+
+class QuietRun:
+    """A generated ``run`` as loaded: calling it runs ``run`` in :func:`quiet_context`
+    (a server that calls many may enter that context itself and call ``run``)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Callable[..., None]) -> None:
+        self.run = run
+
+    def __call__(self, *args: Any) -> None:
+        """Run the kernel: ``run(*args)`` with NumPy's floating-point warnings off."""
+        quiet_context().run(self.run, *args)
 
 
 # ---------------------------------------------------------------- the launch grid
@@ -90,6 +134,8 @@ class Grid:
         self.ncubes = ncubes
         self.n = ncubes * self.cube_size
         self.p0 = cube0 * self.cube_size
+        self.last = self.p0 + self.n - 1
+        """The chunk's last position: with ``p0``, the range a bounds test is decided on."""
         self.CUBE_DIM = _u32(self.cube_size)
         self.CUBE_DIM_X, self.CUBE_DIM_Y, self.CUBE_DIM_Z = (_u32(d) for d in dim)
         self.CUBE_COUNT = _u32(count[0] * count[1] * count[2])
@@ -165,17 +211,26 @@ class Grid:
         Decided from the chunk's range of positions when every lane agrees (the
         common bounds test of an elementwise kernel), so no lane array is built.
         """
-        lo, hi, b = self.p0, self.p0 + self.n - 1, int(bound)
+        lo, hi, b = self.p0, self.last, int(bound)
         if op == "<":
-            verdict = True if hi < b else False if lo >= b else None
+            if hi < b:
+                return _TRUE
+            if lo >= b:
+                return _FALSE
         elif op == "<=":
-            verdict = True if hi <= b else False if lo > b else None
+            if hi <= b:
+                return _TRUE
+            if lo > b:
+                return _FALSE
         elif op == ">":
-            verdict = True if lo > b else False if hi <= b else None
-        else:
-            verdict = True if lo >= b else False if hi < b else None
-        if verdict is not None:
-            return np.bool_(verdict)
+            if lo > b:
+                return _TRUE
+            if hi <= b:
+                return _FALSE
+        elif lo >= b:
+            return _TRUE
+        elif hi < b:
+            return _FALSE
         pos = self.ABSOLUTE_POS.astype(np.asarray(bound).dtype, copy=False)
         return {"<": np.less, "<=": np.less_equal, ">": np.greater,
                 ">=": np.greater_equal}[op](pos, bound)
@@ -211,9 +266,11 @@ class Grid:
                 _cached(("plane_len", *key), length))
 
 
-_GRIDS: dict[tuple[int, ...], tuple[Grid, ...]] = {}
+_GRIDS: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, tuple[Grid, ...]]] = {}
 _GRID_LANES = 0
 """Lanes of the grids in ``_GRIDS``: what their cached positions and masks may hold."""
+_LAST_GRIDS: tuple[Any, Any, int, tuple[Grid, ...]] = ((), (), 0, ())
+"""The last call's count and dim (the very tuples), ``MAX_LANES`` then, and its grids."""
 
 
 def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
@@ -225,11 +282,15 @@ def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
     the same geometry sets nothing up again; past ``4 * MAX_LANES`` lanes kept, the
     kept chunks are dropped.
     """
-    global _GRID_LANES
-    key = (*count, *dim, MAX_LANES)
-    grids = _GRIDS.get(key)
-    if grids is not None:
-        return grids
+    global _GRID_LANES, _LAST_GRIDS
+    last = _LAST_GRIDS
+    if last[0] is count and last[1] is dim and last[2] == MAX_LANES:
+        return last[3]  # the same tuples as the launch before: no hashing
+    key = (count, dim)
+    kept = _GRIDS.get(key)
+    if kept is not None and kept[0] == MAX_LANES:
+        _LAST_GRIDS = (count, dim, MAX_LANES, kept[1])
+        return kept[1]
     cnt = (int(count[0]), int(count[1]), int(count[2]))
     dm = (int(dim[0]), int(dim[1]), int(dim[2]))
     total = cnt[0] * cnt[1] * cnt[2]
@@ -240,8 +301,9 @@ def chunks(count: tuple[int, ...], dim: tuple[int, ...]) -> tuple[Grid, ...]:
     if _GRID_LANES + lanes > 4 * MAX_LANES:
         _GRIDS.clear()
         _GRID_LANES = 0
-    _GRIDS[key] = grids
+    _GRIDS[key] = (MAX_LANES, grids)
     _GRID_LANES += lanes
+    _LAST_GRIDS = (count, dim, MAX_LANES, grids)
     return grids
 
 
@@ -286,6 +348,8 @@ def _norm(m: np.ndarray) -> Mask:
 
 def and_(m: Mask, c: Value) -> Mask:
     """The lanes active in ``m`` where the bool value ``c`` holds."""
+    if c is _TRUE:  # a bounds test every lane passes
+        return m
     if m is False:
         return False
     if not _is_lanes(c):
@@ -597,7 +661,10 @@ def view_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
     Lanes past the end read 0 in both modes, since they are the inactive lanes of a
     bounds test in any correct kernel.
     """
-    lo, hi, n = g.p0, g.p0 + g.n, arr.shape[0]
+    lo, n = g.p0, len(arr)
+    if lo == 0 and g.n == n:
+        return arr  # the whole array: not even a view to make
+    hi = lo + g.n
     if hi <= n:
         return arr[lo:hi]
     out = np.zeros(g.n, arr.dtype)
@@ -637,9 +704,14 @@ def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
 
     Lanes past the end are dropped in both modes (see :func:`view_pos`).
     """
-    if m is True and g.p0 + g.n <= arr.shape[0]:
-        arr[g.p0:g.p0 + g.n] = val
-        return
+    if m is True:
+        lo, n = g.p0, len(arr)
+        if lo == 0 and g.n == n:
+            arr[...] = val  # the whole array: no slice object, no view
+            return
+        if lo + g.n <= n:
+            arr[lo:lo + g.n] = val
+            return
     k = min(g.n, arr.shape[0] - g.p0)
     if k <= 0 or m is False:
         return

@@ -14,9 +14,8 @@ name. What the check admits:
   ``np`` and ``_s``, so loading imports nothing.
 - Statements: ``name = expr``, ``name += expr``, a call as a statement, ``if``
   without ``else``, ``while True:`` without ``else``, ``pass``, and ``break`` and
-  ``continue`` in a loop; ``with np.errstate(all="ignore"):`` and ``for g in
-  _s.chunks(count, dim):`` exactly; nothing else (no import, def, class, lambda,
-  global, try, del, return, yield, assert...).
+  ``continue`` in a loop; ``for g in _s.chunks(count, dim):`` exactly; nothing else
+  (no import, def, class, lambda, global, with, try, del, return, yield, assert...).
 - Expressions: constants (numbers, bools, None, and only the strings in
   :data:`STRINGS`), names, tuples, ``x[k]`` for a non-negative integer constant
   ``k``, arithmetic, bitwise, unary and comparison operators (no ``**``, ``in``,
@@ -62,7 +61,7 @@ PARAMS = ("arrays", "shapes", "strides", "scalars", "count", "dim")
 _DTYPES = frozenset(e.numpy_name for e in ir.Elem)
 
 NUMPY_NAMES = _DTYPES | frozenset({
-    "True_", "False_", "errstate", "zeros", "trunc", "fmod", "abs", "fmin", "fmax",
+    "True_", "False_", "zeros", "trunc", "fmod", "abs", "fmin", "fmax",
     "isnan", "isinf", "power", "exp", "log", "sqrt", "sin", "cos", "tanh", "floor", "ceil",
     "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "log2", "exp2", "log1p",
     "expm1", "rint", "copysign", "hypot",
@@ -91,14 +90,13 @@ GRID_NAMES = frozenset({"pos_cmp", "ncubes", "n"}) | frozenset(
 """What generated code reads from a chunk ``g``: the builtins it holds, the bounds test
 the cube count and the lane count (the two plane builtins are emitted without it)."""
 
-STRINGS = frozenset({"ignore", "<", "<=", ">", ">=", "inf", "-inf", "nan"}) | frozenset(
+STRINGS = frozenset({"<", "<=", ">", ">=", "inf", "-inf", "nan"}) | frozenset(
     op.value for op in ir.AtomicOp) | frozenset(fn.value for fn in ir.ReduceFn)
-"""The string constants generated code holds besides docstrings: the errstate
-setting, the bounds test's operators, non-finite floats, atomic operations and line
-reductions."""
+"""The string constants generated code holds besides docstrings: the bounds test's
+operators, non-finite floats, atomic operations and line reductions."""
 
-KEYWORDS = frozenset({"all", "old"})
-"""The keyword arguments generated code passes (``errstate(all=...)``, ``old=False``)."""
+KEYWORDS = frozenset({"old"})
+"""The keyword arguments generated code passes (``old=False``)."""
 
 _VALUE_ATTRS = frozenset({"astype", "shape"})
 _MODULES = ("np", "_s")
@@ -119,7 +117,6 @@ def _dump(text: str, mode: str = "exec") -> str:
 # The fixed constructs, compared by their dump (which leaves out positions).
 _IMPORT_NUMPY = _dump("import numpy as np")
 _IMPORT_SUPPORT = _dump("from cubecl_server.backends.cpu import support as _s")
-_ERRSTATE = _dump("np.errstate(all='ignore')", "eval")
 _CHUNKS = _dump("_s.chunks(count, dim)", "eval")
 
 # What the artifact's globals hold: only what the grammar can name (``np.bool`` is
@@ -203,9 +200,6 @@ class _Checker:
                 self.block(body)
             case ast.While(test=ast.Constant(value=True), body=body, orelse=[]):
                 self.loop(body)
-            case ast.With(items=[ast.withitem(context_expr=ctx, optional_vars=None)], body=body) \
-                    if ast.dump(ctx) == _ERRSTATE:
-                self.block(body)
             case ast.For(target=ast.Name(id=name), iter=it, body=body, orelse=[]) \
                     if name == _CHUNK and ast.dump(it) == _CHUNKS:
                 self.bound.add(name)
@@ -356,9 +350,10 @@ def validated_module(payload: bytes, filename: str) -> ast.Module:
     return ast.Module(body=[tree.body[0], fn], type_ignores=[])
 
 
-def define_entry(module: ast.Module, filename: str, name: str) -> Callable[..., None]:
+def define_entry(module: ast.Module, filename: str, name: str) -> support.QuietRun:
     """The entry point a :func:`validated_module` defines, compiled and run in a
-    namespace of exactly the names the subset can read, without builtins."""
+    namespace of exactly the names the subset can read, without builtins; it runs
+    with NumPy's floating-point warnings off (:class:`support.QuietRun`)."""
     try:
         code = compile(module, filename, "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
@@ -368,4 +363,4 @@ def define_entry(module: ast.Module, filename: str, name: str) -> Callable[..., 
     # Safe to run: the module body only defines the function, whose every name and
     # attribute the checker has bounded to this namespace's contents.
     exec(code, namespace)
-    return cast(Callable[..., None], namespace[ENTRY_POINT])
+    return support.QuietRun(cast(Callable[..., None], namespace[ENTRY_POINT]))
