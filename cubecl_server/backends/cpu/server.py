@@ -76,7 +76,8 @@ class CpuServer:
         if arg is None or arg[0] is not b:
             if len(self._arguments) >= _VIEW_LIMIT:
                 self._arguments.clear()
-            arg = self._arguments[id(b)] = (b, _view(b), b.shape, _strides(b.shape))
+            strides = _strides(b.shape) if b.strides is None else b.strides
+            arg = self._arguments[id(b)] = (b, _view(b), b.shape, strides)
         return arg
 
     def read(self, binding: Binding) -> np.ndarray:
