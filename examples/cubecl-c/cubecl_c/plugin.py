@@ -113,9 +113,7 @@ class C99(cb.StandardC):
         own = {"ballot": f"({value} ? 1u : 0u)", "exclusive_sum": "0", "exclusive_prod": "1"}
         return own.get(fn.value, value)
 
-    def plane_barrier(self, e: cb.CEmitter) -> str:
-        """A plane is one unit: nothing to wait for."""
-        return ";"
+    plane_barrier = staticmethod(lambda e: ";")  # a plane is one unit: nothing to wait for
 
     def head(self, e: cb.CEmitter) -> list[str]:
         """The entry point, which runs the cubes: as contexts where units meet at barriers."""
@@ -204,13 +202,9 @@ def _view(b: cb.Binding) -> np.ndarray:  # the binding's elements, in the storag
 
 
 def _meta(b: cb.Binding, kind: str, dim: int) -> int:
-    """An array's ``len``, ``buffer_len`` or rank, or its extent or stride along ``dim``:
-    1 past its rank."""
-    if kind in ("len", "buffer_len"):
-        return b.length if kind == "len" else b.buffer_len
-    if kind == "rank":
-        return len(b.shape)
-    return (*(b.shape if kind == "shape" else b.element_strides)[dim:], 1)[0]
+    """An array's ``len``, ``buffer_len`` or rank, or extent or stride along ``dim``."""
+    axes = (*(b.shape if kind == "shape" else b.element_strides)[dim:], 1)
+    return {"len": b.length, "buffer_len": b.buffer_len, "rank": len(b.shape)}.get(kind, axes[0])
 
 
 class CServer:
