@@ -43,6 +43,16 @@ class Binding:
         """The elements ``size`` holds: ``buffer_len`` in a kernel, checked mode's bound."""
         return self.size // (self.elem.bits // 8)
 
+    def metadata(self, kind: str, dim: int = 0) -> int:
+        """What a launch passes for ``kind`` (``len``, ``buffer_len``, ``rank``, ``shape``
+        or ``stride``: ``lowering.metadata_kind``) along ``dim``; 1 past the rank."""
+        if kind in ("len", "buffer_len", "rank"):
+            return self.length if kind == "len" else self.buffer_len if kind == "buffer_len" \
+                else len(self.shape)
+        if dim >= len(self.shape):
+            return 1
+        return self.shape[dim] if kind == "shape" else self.element_strides[dim]
+
     @property
     def element_strides(self) -> tuple[int, ...]:
         """The stride of each axis in elements (C order where ``strides`` is None)."""

@@ -201,12 +201,6 @@ def _view(b: cb.Binding) -> np.ndarray:  # the binding's elements, in the storag
     return b.resource[b.offset:b.offset + b.size].view(b.elem.numpy_name)
 
 
-def _meta(b: cb.Binding, kind: str, dim: int) -> int:
-    """An array's ``len``, ``buffer_len`` or rank, or extent or stride along ``dim``."""
-    axes = (*(b.shape if kind == "shape" else b.element_strides)[dim:], 1)
-    return {"len": b.length, "buffer_len": b.buffer_len, "rank": len(b.shape)}.get(kind, axes[0])
-
-
 class CServer:
     """The host as the ``c`` device; a launch runs to completion at once."""
 
@@ -230,7 +224,7 @@ class CServer:
         values = np.frombuffer(b"".join(s.tobytes().ljust(8, b"\0") for s in scalars), np.uint64)
         words = np.array([count.x, count.y, count.z,
                           *(b.resource.ctypes.data + b.offset for b in arrays), *values,
-                          *(_meta(arrays[i], kind, d) for kind, i, d in meta)], np.uint64)
+                          *(arrays[i].metadata(kind, d) for kind, i, d in meta)], np.uint64)
         fn(words.ctypes)  # as a pointer
 
     def sync(self) -> None:
