@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         StructuredEmitter,
         fold_count,
         in_bounds,
+        metadata_kind,
     )
     from cubecl_server.metadata_cache import MetadataCache
     from cubecl_server.plugins.descriptor import BackendDescriptor, Runtime
@@ -86,7 +87,7 @@ __all__ = [
     # Checked mode's bounds checks an emitter may leave out
     "InBounds", "in_bounds",
     # What a launch passes besides its arrays, and folding a grid past a dispatch limit
-    "InfoEntry", "InfoLayout", "InfoWords", "fold_count",
+    "InfoEntry", "InfoLayout", "InfoWords", "fold_count", "metadata_kind",
     # Where a launch's info words live, when they are passed through a buffer
     "MetadataCache",
     # What a server may implement besides the contract: events, fills and copies
@@ -115,7 +116,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "cubecl_server.kernel": ("CompiledKernel", "CubeCount", "CubeDim"),
     "cubecl_server.lowering": ("UNSIGNED", "ArrayRef", "CDialect", "CEmitter", "InBounds",
                                "InfoEntry", "InfoLayout", "InfoWords", "StandardC",
-                               "StructuredEmitter", "fold_count", "in_bounds"),
+                               "StructuredEmitter", "fold_count", "in_bounds",
+                               "metadata_kind"),
     "cubecl_server.metadata_cache": ("MetadataCache",),
     "cubecl_server.plugins.descriptor": ("BackendDescriptor", "Runtime"),
     "cubecl_server.plugins.hookspecs": ("hookimpl",),

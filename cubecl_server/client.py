@@ -29,7 +29,14 @@ from cubecl_server.errors import LaunchError, TaintedBufferError, UnreadFailures
 from cubecl_server.execution import ExecutionMode, ExecutionPolicy, ExecutionStats
 from cubecl_server.kernel import CubeCount, CubeDim, Launchable
 from cubecl_server.logging import configure_logging
-from cubecl_server.memory_management import ErrorGraph, Handle, MemoryManagement, MemoryUsage
+from cubecl_server.memory_management import (
+    ErrorGraph,
+    Handle,
+    MemoryManagement,
+    MemoryUsage,
+    View,
+    make_view,
+)
 from cubecl_server.plugins.registry import registry
 from cubecl_server.runtime import EnvironmentRecorder, open_loader, open_server
 from cubecl_server.server import Binding, ComputeServer
@@ -210,6 +217,22 @@ class ComputeClient:
         handle = self.empty(arr.shape, arr.dtype)
         self.write(handle, arr)
         return handle
+
+    def view(self, handle: Handle, shape: int | Sequence[int],
+             strides: Sequence[int] | None = None, offset: int = 0) -> View:
+        """A view of ``handle`` for kernels: ``shape`` elements, axis ``k``
+        ``strides[k]`` elements apart (C order where None), from element ``offset``.
+
+        A kernel indexes it from its first element through ``a.shape``/``a.stride``,
+        and touches nothing of the buffer outside what it indexes; checked mode bounds
+        it by ``buffer_len`` (its first element to its last). ``ValueError`` when it
+        reaches past the buffer, overlaps itself, or starts off the device's
+        ``Capabilities.view_alignment``. Read, write, fill or copy the buffer itself.
+        """
+        self._own(handle, "view")
+        shape_t = (shape,) if isinstance(shape, int) else tuple(shape)
+        return make_view(handle, shape_t, None if strides is None else tuple(strides), offset,
+                         self.capabilities.view_alignment)
 
     def write(self, handle: Handle, data: Any) -> None:
         """Overwrite the whole buffer with ``data``, which must have its shape and dtype;
@@ -485,7 +508,7 @@ def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
     for i, elem in plan.arrays:
         h = args[i]
         if type(h) is not Handle or h.elem is not elem or h.memory is not memory:
-            _bad_array(plan.kernel.name, params[i], h)
+            _view_argument(plan.kernel.name, params[i], h, elem, memory)
         handles.append(h)
         bindings.append(h.binding())
     scalars = []
@@ -494,6 +517,17 @@ def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
         a = args[i]
         scalars.append(a if type(a) is t else _scalar(plan.kernel.name, p, a))
     return handles, tuple(bindings), tuple(scalars)
+
+
+def _view_argument(kernel: str, p: ir.Param, a: Any, elem: ir.Elem,
+                   memory: MemoryManagement) -> None:
+    """Accept a view of this client's buffers for a parameter of its type that is not
+    a line array; raise as :func:`_bad_array` for anything else."""
+    if type(a) is not View or a.elem is not elem or a.memory is not memory:
+        _bad_array(kernel, p, a)
+    if p.line > 1:
+        raise TypeError(f"kernel {kernel!r}: parameter {p.name!r} is an array of lines "
+                        f"of {p.line}, which a view cannot be passed as")
 
 
 def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:

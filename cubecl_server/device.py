@@ -58,6 +58,9 @@ class Capabilities:
     sizes its kernels may read and write array parameters in (``Array[Line[T]]``,
     ``docs/language.md``); 1, plain elements, is always there, and the default is only
     that, so a backend that knows nothing of lines is never handed one.
+    ``view_alignment`` is the multiple of bytes a view's start (``client.view``) must
+    sit at in its buffer: 1 where a kernel may start anywhere, a Vulkan device's
+    ``minStorageBufferOffsetAlignment`` where a view is bound at its start.
     """
 
     f64: bool
@@ -72,3 +75,4 @@ class Capabilities:
     barrier: bool = True
     line_sizes: tuple[int, ...] = (1,)
     tma: bool = False  # tensor maps as launch arguments (cubecl_server.tma): CUDA sm_90+
+    view_alignment: int = 1

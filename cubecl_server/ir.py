@@ -35,6 +35,7 @@ __all__ = [
     "SharedArray", "LocalArray", "SourceLoc",
     "Const", "Var", "Builtin", "BuiltinName", "Binary", "BinOp", "Unary", "UnOp",
     "Math", "MathFn", "Cast", "Bitcast", "Select", "Load", "Len", "Shape", "Stride", "PlaneOp",
+    "BufferLen", "Rank", "SyncPlane",
     "PlaneFn", "LineFill", "LineElement", "LineReduce", "ReduceFn", "Assign", "Store", "If",
     "For", "While", "Break", "Continue", "Return",
     "Barrier", "AtomicStmt", "AtomicOp", "Kernel", "Expr", "Stmt",
@@ -452,7 +453,8 @@ class Load:
 
 @dataclass(frozen=True)
 class Len:
-    """The number of elements of an array parameter (``u32``)."""
+    """The number of elements of an array parameter (``u32``): of a view, its logical
+    length, the product of its shape."""
 
     array: str
     type: Elem = Elem.U32
@@ -474,6 +476,23 @@ class Stride:
 
     array: str
     dim: int
+    type: Elem = Elem.U32
+
+
+@dataclass(frozen=True)
+class BufferLen:
+    """The number of elements of an array parameter's buffer (``u32``): of a view, from
+    its first element to its last, which indices count from and checked mode bounds."""
+
+    array: str
+    type: Elem = Elem.U32
+
+
+@dataclass(frozen=True)
+class Rank:
+    """The number of axes of an array parameter's shape (``u32``), passed by the launch."""
+
+    array: str
     type: Elem = Elem.U32
 
 
@@ -546,7 +565,7 @@ class LineReduce:
 
 
 Expr = (Const | Var | Builtin | Binary | Unary | Math | Cast | Bitcast | Select | Load | Len
-        | Shape | Stride | PlaneOp | LineFill | LineElement | LineReduce)
+        | Shape | Stride | PlaneOp | LineFill | LineElement | LineReduce | BufferLen | Rank)
 
 # ---------------------------------------------------------------- statements
 
@@ -622,6 +641,12 @@ class Barrier:
     """Waits until every unit of the cube reaches it; makes shared memory writes visible."""
 
 
+@dataclass(frozen=True)
+class SyncPlane:
+    """Waits until every active unit of this unit's plane reaches it; makes memory
+    writes before it visible to the plane."""
+
+
 class AtomicOp(enum.Enum):
     """Atomic read-modify-write operations on one array element."""
 
@@ -656,7 +681,8 @@ class AtomicStmt:
     result: str | None
 
 
-Stmt = Assign | Store | If | For | While | Break | Continue | Return | Barrier | AtomicStmt
+Stmt = (Assign | Store | If | For | While | Break | Continue | Return | Barrier | AtomicStmt
+        | SyncPlane)
 
 # ---------------------------------------------------------------- the kernel
 
@@ -767,7 +793,7 @@ _NODES: dict[str, type] = {
         Param, Local, SharedArray, LocalArray, Const, Var, Builtin, Binary, Unary, Math,
         Cast, Bitcast, Select, Load, Len, Shape, Stride, PlaneOp, Assign, Store, If, For,
         While, Break, Continue, Return, Barrier, AtomicStmt, Kernel, Line, LineFill,
-        LineElement, LineReduce,
+        LineElement, LineReduce, BufferLen, Rank, SyncPlane,
     )
 }
 _ENUMS: dict[str, type[enum.Enum]] = {
@@ -930,6 +956,10 @@ def format_expr(e: Expr) -> str:
             return f"{a}.shape[{d}]"
         case Stride(array=a, dim=d):
             return f"{a}.stride[{d}]"
+        case BufferLen(array=a):
+            return f"buffer_len({a})"
+        case Rank(array=a):
+            return f"rank({a})"
         case PlaneOp(fn=fn, value=v, lane=lane):
             extra = f", {format_expr(lane)}" if lane is not None else ""
             return f"plane_{fn.value}({format_expr(v)}{extra})"
@@ -974,6 +1004,8 @@ def _format_block(body: tuple[Stmt, ...], indent: int, out: list[str]) -> None:
                 out.append(pad + "return")
             case Barrier():
                 out.append(pad + "sync_cube()")
+            case SyncPlane():
+                out.append(pad + "sync_plane()")
             case AtomicStmt(op=op, array=a, index=i, value=v, compare=c, result=r):
                 args = [a, format_expr(i)] + ([format_expr(c)] if c is not None else [])
                 args.append(format_expr(v))

@@ -235,7 +235,7 @@ class _Checker:
             case ir.Break() | ir.Continue():
                 if not self.loops:
                     raise _Violation(f"`{type(s).__name__.lower()}` outside a loop", s)
-            case ir.Return() | ir.Barrier():
+            case ir.Return() | ir.Barrier() | ir.SyncPlane():
                 pass
             case ir.AtomicStmt():
                 self.atomic(s)
@@ -393,8 +393,13 @@ class _Checker:
                 elem = self.memory(array, e)
                 self.index(index, e)
                 self.typed(e, elem, f"{array!r} holds {elem.value}")
-            case ir.Len(array=array):
+            case ir.Len(array=array) | ir.Rank(array=array):
                 self.array_param(array, e)
+            case ir.BufferLen(array=array):
+                self.array_param(array, e)
+                if isinstance(self.arrays[array], ir.Line):
+                    raise _Violation(f"{array!r} is a line array: its len counts lines, "
+                                     "and it has no buffer_len", e)
             case ir.Shape(array=array, dim=dim) | ir.Stride(array=array, dim=dim):
                 self.array_param(array, e)
                 if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
@@ -449,7 +454,8 @@ class _Checker:
             raise _Violation(f"'{op}' takes {what}, not {t.value}", e)
 
     def array_param(self, array: str, e: ir.Expr) -> None:
-        """Check a ``Len``/``Shape``/``Stride``: of an array parameter, and ``u32``."""
+        """Check a ``Len``/``BufferLen``/``Rank``/``Shape``/``Stride``: of an array
+        parameter, and ``u32``."""
         if array not in self.arrays:
             raise _Violation(f"{array!r} is not an array parameter", e)
         self.typed(e, E.U32, "lengths, shapes and strides are u32")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -19,13 +20,49 @@ __all__ = ["Binding", "ComputeServer", "DeviceTimer"]
 @dataclass(frozen=True)
 class Binding:
     """A buffer argument: ``size`` bytes at ``offset`` of a storage resource, seen as
-    elements of ``elem`` laid out C-contiguously with ``shape``."""
+    elements of ``elem`` laid out C-contiguously with ``shape``, or, for a view
+    (``Handle.view``), with ``strides`` (in elements) from the first byte, ``size``
+    then reaching to the end of its last element."""
 
     resource: Any
     offset: int
     size: int
     elem: Elem
     shape: tuple[int, ...]
+    strides: tuple[int, ...] | None = None
+
+    @property
+    def length(self) -> int:
+        """The logical number of elements (the product of ``shape``): ``len`` in a kernel."""
+        if self.strides is None:
+            return self.size // (self.elem.bits // 8)
+        return math.prod(self.shape)
+
+    @property
+    def buffer_len(self) -> int:
+        """The elements ``size`` holds: ``buffer_len`` in a kernel, checked mode's bound."""
+        return self.size // (self.elem.bits // 8)
+
+    def metadata(self, kind: str, dim: int = 0) -> int:
+        """What a launch passes for ``kind`` (``len``, ``buffer_len``, ``rank``, ``shape``
+        or ``stride``: ``lowering.metadata_kind``) along ``dim``; 1 past the rank."""
+        if kind in ("len", "buffer_len", "rank"):
+            return self.length if kind == "len" else self.buffer_len if kind == "buffer_len" \
+                else len(self.shape)
+        if dim >= len(self.shape):
+            return 1
+        return self.shape[dim] if kind == "shape" else self.element_strides[dim]
+
+    @property
+    def element_strides(self) -> tuple[int, ...]:
+        """The stride of each axis in elements (C order where ``strides`` is None)."""
+        if self.strides is not None:
+            return self.strides
+        out, acc = [], 1
+        for extent in reversed(self.shape):
+            out.append(acc)
+            acc *= extent
+        return tuple(reversed(out))
 
 
 class ComputeServer(Protocol):

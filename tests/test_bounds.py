@@ -5,10 +5,14 @@ conformance suite's (``suite/test_bounds.py``)."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from benchmarks.kernels import matmul, reduce_rows
 from cubecl_server import ir
 from cubecl_server.backend import CubeDim, ExecutionMode
 from cubecl_server.backends.cpu.compiler import CpuCompiler
+from cubecl_server.client import create_client
 from cubecl_server.conformance import kernels as K
 from cubecl_server.lang import (
     ABSOLUTE_POS,
@@ -16,6 +20,7 @@ from cubecl_server.lang import (
     Array,
     KernelFunction,
     Line,
+    buffer_len,
     f32,
     i32,
     kernel,
@@ -132,3 +137,36 @@ def test_emitters_leave_out_the_checks_proven() -> None:
     unchecked = CpuCompiler().compile(matmul.ir(), CubeDim(16, 16),
                                       ExecutionMode.UNCHECKED).source
     assert "_s.load(" not in unchecked and "_s.load_unchecked(" in unchecked
+
+
+def test_views_keep_the_guards_by_len_sound() -> None:
+    # view_edges: a[i] and w[i] under i < len(out) are not proven (other arrays); under
+    # i < len(w) it is, which holds for a view only because len <= buffer_len.
+    assert _verdicts(K.view_edges, CubeDim(64)) == [
+        ("out[i]", True), ("a[i]", False), ("w[i]", False), ("w[i]", True), ("w[i]", True)]
+    assert _verdicts(_by_buffer_len, CubeDim(64)) == [
+        ("a[i]", True), ("out[i]", True), ("a[i]", False)]
+    c = create_client("cpu")
+    buf = c.create(np.zeros(40, np.float32))
+    # Every shape with strides that overlap is refused: len would pass buffer_len.
+    for shape, strides in (((5, 4), (1, 1)), ((8,), (0,)), ((3, 3), (2, 1))):
+        with pytest.raises(ValueError, match=r"overlap|positive"):
+            c.view(buf, shape, strides, 1)
+    view = c.view(buf, (3, 4), (9, 2), 5)  # len 12, buffer_len 25
+    out = c.create(np.full(40, -1, np.float32))
+    _by_buffer_len.launch(c, 1, 64, view, out)
+    data = c.read(buf)
+    assert (data[5:30] == np.arange(25) + 1).all() and (data[:5] == 0).all() \
+        and (data[30:] == 0).all(), "a store proven by buffer_len left the view's span"
+    got = c.read(out)
+    assert (got[:25] == np.arange(25) + 1).all() and (got[25:] == 0).all(), (
+        "checked mode read past the view's span")
+
+
+@kernel
+def _by_buffer_len(a: Array[f32], out: Array[f32]) -> None:
+    i = ABSOLUTE_POS
+    if i < buffer_len(a):
+        a[i] = f32(i) + 1.0
+    if i < len(out):
+        out[i] = a[i]

@@ -92,7 +92,8 @@ def run(tmp: Path, kernel: ir.Kernel, arrays: list[np.ndarray], scalars: tuple[i
     sizes = {p.name: a.size for p, a in zip(e.arrays.values(), arrays, strict=True)}
     args: list[object] = [None, *(a.ctypes.data_as(ctypes.c_void_p) for a in arrays)]
     args += [_CTYPES[p.elem](v) for p, v in zip(e.scalars.values(), scalars, strict=True)]
-    args += [ctypes.c_uint32(sizes[a] if kind == "len" else 1) for kind, a, _ in e.meta_used]
+    args += [ctypes.c_uint32(sizes[a] if kind in ("len", "buffer_len") else 1)
+             for kind, a, _ in e.meta_used]
     for u in range(units):
         args[0] = (ctypes.c_uint32 * 9)(u, 0, 0, 0, 0, 0, 1, 1, 1)
         fn(*args)

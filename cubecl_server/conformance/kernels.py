@@ -63,7 +63,7 @@ __all__ = [
     "comptime_poly", "unrolled_sum", "cube_fn_kernel", "shape_stride", "transpose_shape",
     "atomic_kernel", "atomic_cas", "plane_kernel", "IrKernel", "uncompilable", "f64_kernel",
     "KERNEL_SET", "scalar", "short_circuit", "weak_tree_sum", "weak_tiled_matmul",
-    "slices", "uniform_load", "plane_rest",
+    "slices", "uniform_load", "plane_rest", "strided", "view_edges", "plane_sync",
 ]
 
 
@@ -1456,3 +1456,57 @@ def plane_rest(v: Array[i32], c: Array[bool_], shuffled: Array[i32], up: Array[i
 KERNEL_SET.update({"slices": (lambda: slices, {}, CubeDim(64)),
                    "uniform_load": (lambda: uniform_load, {}, CubeDim(64)),
                    "plane_rest": (lambda: plane_rest, {}, CubeDim(64))})
+
+
+@kernel
+def strided(a: Array[f32], out: Array[f32], meta: Array[u32]) -> None:
+    """``out[r, c] = 2 * a[r, c] + 1`` over ``a``'s two axes, each array indexed through
+    its own shape and strides (a view's, or a whole buffer's); unit 0 writes ``len``,
+    ``buffer_len`` and ``rank`` of ``a`` and ``out``, and ``rank`` of ``meta``."""
+    i = ABSOLUTE_POS
+    if i < len(a):
+        r = i // a.shape[1]
+        c = i % a.shape[1]
+        out[r, c] = a[r, c] * 2.0 + 1.0
+    if i == 0:
+        meta[0] = len(a)
+        meta[1] = cl.buffer_len(a)
+        meta[2] = cl.rank(a)
+        meta[3] = len(out)
+        meta[4] = cl.buffer_len(out)
+        meta[5] = cl.rank(out)
+        meta[6] = cl.rank(meta)
+
+
+@kernel
+def view_edges(a: Array[f32], w: Array[f32], out: Array[f32]) -> None:
+    """Flat accesses of views up to ``len(out)``: ``out[i] = a[i]`` (0 past
+    ``buffer_len(a)`` in checked mode) and ``w[i] = i`` (dropped past ``buffer_len(w)``);
+    under ``i < len(w)``, proven, ``w[i] += 0.5``."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = a[i]
+        w[i] = f32(i)
+    if i < len(w):
+        w[i] = w[i] + 0.5
+
+
+@kernel
+def plane_sync(v: Array[f32], out: Array[f32]) -> None:
+    """Each unit puts its value in shared memory, waits for its plane (``sync_plane``)
+    and reads the value of the next unit of its plane, round."""
+    tile = cl.shared(f32, 64)
+    i = ABSOLUTE_POS
+    x = f32(0.0)
+    if i < len(v):
+        x = v[i]
+    tile[UNIT_POS] = x
+    cl.sync_plane()
+    first = UNIT_POS - cl.UNIT_POS_PLANE
+    if i < len(out):
+        out[i] = tile[first + (cl.UNIT_POS_PLANE + 1) % cl.PLANE_DIM]
+
+
+KERNEL_SET.update({"strided": (lambda: strided, {}, CubeDim(64)),
+                   "view_edges": (lambda: view_edges, {}, CubeDim(64)),
+                   "plane_sync": (lambda: plane_sync, {}, CubeDim(64))})

@@ -166,7 +166,7 @@ def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
     if uses_barrier(kernel):
         needs.append("barrier")
     nodes = list(_ir.walk(kernel.body))
-    if any(isinstance(n, _ir.PlaneOp) for n in nodes):
+    if any(isinstance(n, (_ir.PlaneOp, _ir.SyncPlane)) for n in nodes):
         needs.append("plane")
     needs += sorted({f"atomics:{_atomic_need(kernel, n).value}"
                      for n in nodes if isinstance(n, _ir.AtomicStmt)})

@@ -729,6 +729,10 @@ class _KernelBuilder:
             if node.args or node.keywords:
                 raise self.fail(node, "sync_cube() takes no arguments")
             return [ir.Barrier()]
+        if obj is lt.sync_plane:
+            if node.args or node.keywords:
+                raise self.fail(node, "sync_plane() takes no arguments")
+            return [ir.SyncPlane()]
         if isinstance(obj, lt.AtomicIntrinsic):
             return [self.atomic(obj, node, None)]
         if isinstance(obj, lt.CubeFn):
@@ -1840,8 +1844,8 @@ class _KernelBuilder:
             return tmp
         if isinstance(obj, lt.PlaneIntrinsic):
             return self.call_plane(obj, node)
-        if obj is lt.sync_cube:
-            raise self.fail(node, "sync_cube() is a statement: it has no value")
+        if obj is lt.sync_cube or obj is lt.sync_plane:
+            raise self.fail(node, f"{obj.name}() is a statement: it has no value")
         if obj is lt.workgroup_uniform_load:
             return self.uniform_load(node)
         if obj is lt.shared or obj is lt.local_array:
@@ -1861,6 +1865,8 @@ class _KernelBuilder:
             return self.choose(node, *node.args)
         if obj is builtins.len:
             return self.call_len(node)
+        if obj is lt.buffer_len or obj is lt.rank:
+            return self.call_buffer_meta(obj, node)
         if obj in (lt.line, lt.line_size, lt.line_sum, lt.line_min, lt.line_max, lt.dot):
             assert isinstance(obj, lt.Intrinsic)
             return self.call_line(obj, node)
@@ -2030,6 +2036,20 @@ class _KernelBuilder:
             return ir.Len(ref[0])
         raise self.fail(node, f"len() needs an array parameter or a shared array, not "
                               f"`{self.seg(arg)}`")
+
+    def call_buffer_meta(self, fn: lt.Intrinsic, node: ast.Call) -> Value:
+        """``buffer_len(a)`` / ``rank(a)`` of an array parameter (u32)."""
+        arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        ref = self.array_ref(arg) if arg is not None else None
+        p = self.params.get(arg.id) if isinstance(arg, ast.Name) else None
+        if ref is None or p is None or not p.array or ref[0] != p.name:
+            raise self.fail(node, f"{fn.name}() takes one array parameter: {fn.name}(a)")
+        if fn is lt.rank:
+            return ir.Rank(p.name)
+        if p.line > 1:
+            raise self.fail(node, f"`{arg.id}` is a line array: len() counts its lines, "
+                                  "and it has no buffer_len()")
+        return ir.BufferLen(p.name)
 
     def call_plane(self, fn: lt.PlaneIntrinsic, node: ast.Call) -> Value:
         """``plane_<fn>(x)``, and ``plane_broadcast(x, lane)``,

@@ -21,6 +21,7 @@ __all__ = [
     "BuiltinVar", "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic",
     "SCALAR_TYPES", "TypeRef", "dtype", "scalar_type", "CubeFn", "cube_fn",
     "shared", "local_array", "bitcast", "sync_cube", "workgroup_uniform_load", "atomic_add",
+    "sync_plane", "buffer_len", "rank",
     "atomic_sub",
     "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_load",
     "atomic_store", "atomic_exchange", "atomic_compare_exchange", "plane_sum",
@@ -406,6 +407,16 @@ sync_cube = Intrinsic("sync_cube", "Kernel function: a barrier. Every unit of th
                       "until all have reached it; shared-memory writes before it are then "
                       "visible to all. Must be reached by all units of a cube (not under a "
                       "condition that depends on the unit).")
+sync_plane = Intrinsic("sync_plane", "Kernel function: a plane barrier. Every active unit "
+                       "of this unit's plane waits until all have reached it; memory "
+                       "writes before it are then visible to the plane. Needs plane "
+                       "operations.")
+buffer_len = Intrinsic("buffer_len", "Kernel function: ``buffer_len(a)`` is the number of "
+                       "elements of array parameter ``a``'s buffer (``u32``): for a view "
+                       "made with ``Handle.view``, from its first element to its last, "
+                       "where ``len(a)`` is its logical length (the product of its shape).")
+rank = Intrinsic("rank", "Kernel function: ``rank(a)`` is the number of axes of array "
+                 "parameter ``a`` as the launch passes it (``u32``).")
 workgroup_uniform_load = Intrinsic(
     "workgroup_uniform_load", "Kernel function: ``v = workgroup_uniform_load(tile[i])`` is "
     "``tile[i]`` of a shared array (or a slice of one) read by every unit of the cube "

@@ -19,8 +19,8 @@ Backend authors import these from :mod:`cubecl_server.backend`.
 from cubecl_server.lowering.bounds import InBounds, in_bounds
 from cubecl_server.lowering.cfamily import UNSIGNED, ArrayRef, CDialect, CEmitter, StandardC
 from cubecl_server.lowering.info import InfoEntry, InfoLayout, InfoWords, fold_count
-from cubecl_server.lowering.structured import StructuredEmitter, mangle
+from cubecl_server.lowering.structured import StructuredEmitter, mangle, metadata_kind
 
 __all__ = ["StructuredEmitter", "mangle", "CEmitter", "CDialect", "StandardC", "ArrayRef",
            "UNSIGNED", "InfoEntry", "InfoLayout", "InfoWords", "fold_count", "InBounds",
-           "in_bounds"]
+           "in_bounds", "metadata_kind"]

@@ -10,9 +10,12 @@ path that reaches it:
   (unit positions are ranges, since the cube dim is known when a kernel is lowered;
   loop variables are ranges from their bounds; arithmetic is followed while it cannot
   wrap), or
-- a guard that dominates it says ``index < len(a)``, or ``index < n`` with
-  ``n <= len(a)`` known (``n = len(a)``, or a guard ``n <= len(a)``), and neither
-  side has been assigned since.
+- a guard that dominates it says ``index < len(a)`` (or ``buffer_len(a)``), or
+  ``index < n`` with ``n <= len(a)`` known (``n = len(a)``, or a guard ``n <=
+  len(a)``), and neither side has been assigned since. Checked mode bounds an
+  access by ``buffer_len``; ``len`` proves it too because a view's elements are
+  distinct (``client.view`` refuses one that overlaps itself), so ``len(a) <=
+  buffer_len(a)`` on every launch.
 
 Conservative: anything it cannot follow is unknown and its accesses stay checked.
 Guards are ``if`` conditions (the ``else`` branch knows their negation; after an
@@ -51,7 +54,7 @@ _WIDEN_AFTER = 4
 
 B = ir.BuiltinName
 _PURE = (ir.Const, ir.Var, ir.Builtin, ir.Len, ir.Shape, ir.Stride, ir.Binary, ir.Unary,
-         ir.Cast, ir.Math, ir.Select)
+         ir.Cast, ir.Math, ir.Select, ir.BufferLen, ir.Rank)
 _MIRROR = {ir.BinOp.LT: ir.BinOp.GT, ir.BinOp.LE: ir.BinOp.GE, ir.BinOp.GT: ir.BinOp.LT,
            ir.BinOp.GE: ir.BinOp.LE, ir.BinOp.EQ: ir.BinOp.EQ, ir.BinOp.NE: ir.BinOp.NE}
 _NEGATE = {ir.BinOp.LT: ir.BinOp.GE, ir.BinOp.LE: ir.BinOp.GT, ir.BinOp.GT: ir.BinOp.LE,
@@ -254,10 +257,11 @@ class _Analysis:
             return r[1] < self.sizes[array]
         if array not in self.lens:
             return False
-        length, key = ir.Len(array), _strip(index, self, s)
-        for kind, x, y in s.facts:
-            if kind == "lt" and x == key and (y == length or ("le", y, length) in s.facts):
-                return True
+        key = _strip(index, self, s)
+        for length in (ir.Len(array), ir.BufferLen(array)):
+            for kind, x, y in s.facts:
+                if kind == "lt" and x == key and (y == length or ("le", y, length) in s.facts):
+                    return True
         return False
 
     def note(self, node: Access, ok: bool) -> None:
@@ -300,7 +304,7 @@ class _Analysis:
         full = _type_range(self.types[name])
         if r is not None and r != full:
             out.ranges[name] = r
-        if isinstance(value, ir.Len) and value.array in self.lens:
+        if isinstance(value, (ir.Len, ir.BufferLen)) and value.array in self.lens:
             out.facts = out.facts | {("le", ir.Var(name, value.type), value)}
         return out
 

@@ -39,7 +39,7 @@ import numpy as np
 from cubecl_server import ir
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
-from cubecl_server.lowering.structured import StructuredEmitter
+from cubecl_server.lowering.structured import Metadata, StructuredEmitter, metadata_kind
 
 __all__ = ["ArrayRef", "CDialect", "CEmitter", "StandardC", "UNSIGNED"]
 
@@ -163,7 +163,8 @@ class CDialect(Protocol):
         """A builtin's value as the target has it, or None to derive it from others."""
 
     def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
-        """An array parameter's ``len``, ``shape`` or ``stride`` (along ``dim``), u32."""
+        """An array parameter's ``len``, ``buffer_len``, ``rank``, ``shape`` or ``stride``
+        (along ``dim``), u32 (``lowering.metadata_kind``)."""
 
     def subscript(self, array: ArrayRef, index: str, index_type: ir.Elem) -> str:
         """The element of ``array`` at ``index``, as an lvalue."""
@@ -217,6 +218,9 @@ class CDialect(Protocol):
     def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: ir.Elem) -> str:
         """A plane operation (``lane`` a u32, for ``BROADCAST``)."""
+
+    def plane_barrier(self, e: CEmitter) -> str:
+        """The statement that waits for the plane (``sync_plane``), with a memory fence."""
 
     def shared_decl(self, e: CEmitter, sh: ir.SharedArray, name: str) -> str | None:
         """The declaration of a shared array in the entry point (None: it is declared
@@ -317,9 +321,12 @@ class StandardC:
         return None
 
     def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
-        """A parameter of the entry point: ``len_<a>``, ``shape_<a>_<d>``, ``stride_<a>_<d>``."""
+        """A parameter of the entry point: ``len_<a>`` (the buffer's length, checked
+        mode's bound), ``n_<a>`` (the logical length), ``rank_<a>``, ``shape_<a>_<d>``,
+        ``stride_<a>_<d>``."""
         stem = e.stems[array.name]
-        return f"len_{stem}" if kind == "len" else f"{kind}_{stem}_{dim}"
+        named = {"buffer_len": "len_", "len": "n_", "rank": "rank_"}.get(kind)
+        return f"{named}{stem}" if named else f"{kind}_{stem}_{dim}"
 
     def pointer(self, e: CEmitter, array: ArrayRef, const: bool) -> str:
         """The type of a pointer to ``array``'s elements."""
@@ -400,6 +407,10 @@ class StandardC:
         """Refused: C99 has no planes."""
         e.fail(f"plane_{fn.value} needs plane operations, which the {self.backend} "
                "backend lacks")
+
+    def plane_barrier(self, e: CEmitter) -> str:
+        """Refused: C99 has no planes."""
+        e.fail(f"sync_plane needs plane operations, which the {self.backend} backend lacks")
 
     def shared_decl(self, e: CEmitter, sh: ir.SharedArray, name: str) -> str | None:
         """An array in :attr:`shared_space`."""
@@ -584,7 +595,8 @@ class CEmitter(StructuredEmitter):
         return f"b_{name.value}"
 
     def metadata(self, kind: str, array: str, dim: int = 0) -> str:
-        """An array parameter's ``len``/``shape``/``stride``, as the dialect passes it."""
+        """An array parameter's ``len``/``buffer_len``/``rank``/``shape``/``stride``, as
+        the dialect passes it."""
         key = (kind, array, dim)
         if key not in self.meta_used:
             self.meta_used[key] = self.d.metadata(self, kind, self.arrays[array], dim)
@@ -626,7 +638,7 @@ class CEmitter(StructuredEmitter):
             return self.literal(self.shared[array.name].size, index_type)
         if array.local:
             return self.literal(self.local_arrays[array.name].size, index_type)
-        return self.cast(self.metadata("len", array.name), Elem.U32, index_type)
+        return self.cast(self.metadata("buffer_len", array.name), Elem.U32, index_type)
 
     def wrap(self, sym: str, a: str, b: str, t: Elem) -> str:
         """``a sym b`` modulo 2^bits: on a signed type through its unsigned one (unless
@@ -805,6 +817,10 @@ class CEmitter(StructuredEmitter):
     def stmt_barrier(self, s: ir.Barrier) -> None:
         """The dialect's barrier."""
         self.line(self._barrier(), ir.format_stmt(s))
+
+    def stmt_sync_plane(self, s: ir.SyncPlane) -> None:
+        """The dialect's plane barrier."""
+        self.line(self.d.plane_barrier(self), ir.format_stmt(s))
 
     def _barrier(self) -> str:
         if not self.d.barrier:
@@ -1188,10 +1204,10 @@ class CEmitter(StructuredEmitter):
             value = self.d.checked_load(self, a, index, ut)
         return self.d.from_memory(value, a.elem)
 
-    def expr_metadata(self, e: ir.Len | ir.Shape | ir.Stride) -> str:
-        """An array's length, extent or stride, as the dialect passes it; a line
-        array's length in lines, the last one maybe partial."""
-        text = self.metadata(type(e).__name__.lower(), e.array, getattr(e, "dim", 0))
+    def expr_metadata(self, e: Metadata) -> str:
+        """An array's length, buffer length, rank, extent or stride, as the dialect
+        passes it; a line array's length in lines, the last one maybe partial."""
+        text = self.metadata(metadata_kind(e), e.array, getattr(e, "dim", 0))
         line = self.arrays[e.array].line
         if isinstance(e, ir.Len) and line > 1:
             u = lambda v: self.literal(v, Elem.U32)  # noqa: E731

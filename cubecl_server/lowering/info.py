@@ -18,7 +18,6 @@ positions from the count in its info words.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,14 +31,15 @@ if TYPE_CHECKING:
 
 __all__ = ["InfoEntry", "InfoLayout", "InfoWords", "fold_count"]
 
-_KINDS = ("scalar", "count", "len", "shape", "stride")
+_KINDS = ("scalar", "count", "len", "shape", "stride", "buffer_len", "rank")
 
 
 @dataclass(frozen=True)
 class InfoEntry:
     """One value of the info words: ``kind`` is ``scalar`` (scalar parameter ``index``,
-    ``words`` long), ``count`` (the cube count, 3 words), or ``len``, ``shape``,
-    ``stride`` (of array parameter ``index`` along ``dim``; one word)."""
+    ``words`` long), ``count`` (the cube count, 3 words), or ``len``, ``buffer_len``,
+    ``rank``, ``shape``, ``stride`` (of array parameter ``index``, along ``dim``; one
+    word: ``lowering.metadata_kind``)."""
 
     kind: str
     index: int
@@ -76,8 +76,8 @@ class InfoLayout:
     def pack(self, out: np.ndarray, at: int, count: CubeCount, arrays: Sequence[Binding],
              scalars: Sequence[np.generic]) -> None:
         """Write one launch's words into ``out`` (``uint32``) from word ``at``: the
-        scalars' bits, the arrays' element counts, C-order extents and strides (1 past
-        an array's rank), and the cube count."""
+        scalars' bits, the arrays' lengths, buffer lengths, ranks, extents and strides
+        (1 past an array's rank), and the cube count."""
         word = at
         for e in self.entries:
             if e.kind == "count":
@@ -88,13 +88,17 @@ class InfoLayout:
             else:
                 b = arrays[e.index]
                 if e.kind == "len":
-                    value = b.size // (b.elem.bits // 8)
+                    value = b.length
+                elif e.kind == "buffer_len":
+                    value = b.buffer_len
+                elif e.kind == "rank":
+                    value = len(b.shape)
                 elif e.dim >= len(b.shape):
                     value = 1
                 elif e.kind == "shape":
                     value = b.shape[e.dim]
                 else:
-                    value = math.prod(b.shape[e.dim + 1:])
+                    value = b.element_strides[e.dim]
                 out[word] = value & 0xFFFFFFFF
             word += e.words
 

@@ -5,11 +5,12 @@ A backend's emitter subclasses :class:`StructuredEmitter` and writes one method 
 node type, which :meth:`~StructuredEmitter.stmt` and :meth:`~StructuredEmitter.expr`
 dispatch to: ``stmt_assign``, ``stmt_store``, ``stmt_if``, ``stmt_for``,
 ``stmt_while``, ``stmt_break``, ``stmt_continue``, ``stmt_return``, ``stmt_barrier``,
-``stmt_atomic`` for the statements, and ``expr_const``, ``expr_var``,
+``stmt_sync_plane``, ``stmt_atomic`` for the statements, and ``expr_const``, ``expr_var``,
 ``expr_builtin``, ``expr_binary``, ``expr_unary``, ``expr_math``, ``expr_cast``,
 ``expr_bitcast``, ``expr_select``, ``expr_load``, ``expr_metadata`` (``Len``,
-``Shape`` and ``Stride``), ``expr_plane``, ``expr_line_fill``, ``expr_line_element``,
-``expr_line_reduce`` for the expressions (each returns the expression's text).
+``BufferLen``, ``Rank``, ``Shape`` and ``Stride``: :func:`metadata_kind` names each),
+``expr_plane``, ``expr_line_fill``, ``expr_line_element``, ``expr_line_reduce`` for the expressions
+(each returns the expression's text).
 :class:`~cubecl_server.lowering.cfamily.CEmitter` is one, for C-like languages; the
 cpu backend's NumPy emitter is another, the vulkan backend's SPIR-V emitter a third
 (its expression methods give SPIR-V ids instead of text).
@@ -28,12 +29,13 @@ from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
 from cubecl_server.lowering.bounds import InBounds, in_bounds
 
-__all__ = ["StructuredEmitter", "mangle"]
+__all__ = ["Metadata", "StructuredEmitter", "mangle", "metadata_kind"]
 
 _STMTS: dict[type, str] = {
     ir.Assign: "stmt_assign", ir.Store: "stmt_store", ir.If: "stmt_if", ir.For: "stmt_for",
     ir.While: "stmt_while", ir.Break: "stmt_break", ir.Continue: "stmt_continue",
     ir.Return: "stmt_return", ir.Barrier: "stmt_barrier", ir.AtomicStmt: "stmt_atomic",
+    ir.SyncPlane: "stmt_sync_plane",
 }
 _EXPRS: dict[type, str] = {
     ir.Const: "expr_const", ir.Var: "expr_var", ir.Builtin: "expr_builtin",
@@ -41,10 +43,24 @@ _EXPRS: dict[type, str] = {
     ir.Cast: "expr_cast", ir.Bitcast: "expr_bitcast", ir.Select: "expr_select",
     ir.Load: "expr_load",
     ir.Len: "expr_metadata", ir.Shape: "expr_metadata", ir.Stride: "expr_metadata",
+    ir.BufferLen: "expr_metadata", ir.Rank: "expr_metadata",
     ir.PlaneOp: "expr_plane", ir.LineFill: "expr_line_fill",
     ir.LineElement: "expr_line_element", ir.LineReduce: "expr_line_reduce",
 }
 _JUMPS = (ir.Return, ir.Break, ir.Continue)
+
+Metadata = ir.Len | ir.BufferLen | ir.Rank | ir.Shape | ir.Stride
+"""The expressions a launch passes per array parameter besides its buffer."""
+
+_KIND = {ir.Len: "len", ir.BufferLen: "buffer_len", ir.Rank: "rank", ir.Shape: "shape",
+         ir.Stride: "stride"}
+
+
+def metadata_kind(e: Metadata) -> str:
+    """What a launch passes for ``e``, as :class:`~cubecl_server.lowering.info.InfoEntry`
+    names it: ``len`` (the logical length), ``buffer_len`` (the buffer's elements,
+    checked mode's bound), ``rank``, ``shape`` or ``stride``."""
+    return _KIND[type(e)]
 
 
 def mangle(name: str) -> str:

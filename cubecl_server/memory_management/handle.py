@@ -26,7 +26,7 @@ from cubecl_server.server import Binding
 if TYPE_CHECKING:
     from cubecl_server.memory_management.taint import Taint
 
-__all__ = ["Handle"]
+__all__ = ["Handle", "View", "make_view"]
 
 
 class Handle:
@@ -100,3 +100,123 @@ class Handle:
     def __repr__(self) -> str:
         state = ", freed" if self.freed else ""
         return f"Handle(shape={self.shape}, dtype={self.dtype.name}{state})"
+
+
+class View(Handle):
+    """A strided view of a buffer: ``shape`` elements of ``base``, axis ``k`` ``strides[k]``
+    elements apart, from element ``offset`` (made by ``ComputeClient.view``).
+
+    A kernel given a view indexes from its first element through its shape and
+    strides; ``len`` is its logical length and ``buffer_len`` the elements from its
+    first to its last, which checked mode bounds accesses by. Its elements are
+    distinct (no axis overlaps another), so ``len <= buffer_len``. It owns no memory:
+    it keeps ``base`` alive, and shares its taint and its last writer's event, so
+    work through the view and work on the buffer order and fail together.
+    """
+
+    __slots__ = ("base", "offset", "strides")
+
+    def __init__(self, base: Handle, shape: tuple[int, ...], strides: tuple[int, ...],
+                 offset: int) -> None:
+        # No Handle.__init__: the view takes no slice and no finalizer of its own.
+        self.base = base
+        self.memory = base.memory
+        self.slice = base.slice
+        self.elem = base.elem
+        self.dtype = base.dtype
+        self.shape = shape
+        self.strides = strides
+        self.offset = offset
+        self._binding = None
+
+    @property  # type: ignore[override]
+    def taint(self) -> Taint | None:
+        """The base buffer's taint."""
+        return self.base.taint
+
+    @taint.setter
+    def taint(self, value: Taint | None) -> None:
+        self.base.taint = value
+
+    @property  # type: ignore[override]
+    def event(self) -> Any:
+        """The base buffer's last writer's event."""
+        return self.base.event
+
+    @event.setter
+    def event(self, value: Any) -> None:
+        self.base.event = value
+
+    @property
+    def span(self) -> int:
+        """Elements from the first to the last of the view (0 when it has none)."""
+        if 0 in self.shape:
+            return 0
+        return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True))
+
+    @property
+    def freed(self) -> bool:
+        """Whether the base buffer was freed."""
+        return self.base.freed
+
+    def free(self) -> None:
+        """Refused: a view owns no memory (free its base)."""
+        raise TypeError(f"{self!r} owns no memory: free the buffer it views")
+
+    def binding(self) -> Binding:
+        """The kernel argument: the view's span of the buffer, with its shape and strides."""
+        binding = self._binding
+        if binding is None or self.base.freed:
+            base = self.base.binding()  # raises once the base is freed
+            size = self.dtype.itemsize
+            binding = self._binding = Binding(base.resource, base.offset + self.offset * size,
+                                              self.span * size, self.elem, self.shape,
+                                              self.strides)
+        return binding
+
+    def __repr__(self) -> str:
+        state = ", freed" if self.freed else ""
+        return (f"View(shape={self.shape}, strides={self.strides}, offset={self.offset}, "
+                f"dtype={self.dtype.name}{state})")
+
+
+def make_view(base: Handle, shape: tuple[int, ...], strides: tuple[int, ...] | None,
+              offset: int, alignment: int) -> View:
+    """A :class:`View` of ``base`` (C-order strides where None), checked: ``ValueError``
+    naming what is wrong when it reaches outside the buffer, overlaps itself, or
+    starts off the device's ``alignment`` (bytes)."""
+    if type(base) is not Handle:
+        raise TypeError(f"a view is made of a buffer from client.create/empty, not "
+                        f"{type(base).__name__}")
+    shape = tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"view shape {shape} has a negative extent")
+    if strides is None:
+        acc, out = 1, []
+        for n in reversed(shape):
+            out.append(acc)
+            acc *= n
+        strides = tuple(reversed(out))
+    strides = tuple(int(s) for s in strides)
+    if len(strides) != len(shape):
+        raise ValueError(f"view strides {strides} do not match shape {shape} "
+                         "(one per axis)")
+    if offset < 0 or any(s < 1 for s in strides):
+        raise ValueError(f"view offset {offset} and strides {strides} must be "
+                         "non-negative and positive")
+    view = View(base, shape, strides, int(offset))
+    reach = view.offset + view.span
+    if reach > base.size:
+        raise ValueError(f"a view of shape {shape}, strides {strides} at offset {offset} "
+                         f"reaches element {reach - 1}, past {base!r}")
+    covered = 0  # elements the axes of smaller stride span, minus one
+    for s, n in sorted((s, n) for n, s in zip(shape, strides, strict=True) if n > 1):
+        if s <= covered:
+            raise ValueError(f"view strides {strides} with shape {shape} overlap: an "
+                             "element would be reached twice")
+        covered += (n - 1) * s
+    if (view.offset * base.dtype.itemsize) % alignment:
+        raise ValueError(f"view offset {offset} ({offset * base.dtype.itemsize} bytes) is "
+                         f"not a multiple of the {alignment} bytes the device starts a "
+                         "bound buffer at (Capabilities.view_alignment)")
+    return view

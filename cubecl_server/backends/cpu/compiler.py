@@ -87,6 +87,7 @@ from cubecl_server.backend import (
     CubeDim,
     ExecutionMode,
     StructuredEmitter,
+    metadata_kind,
 )
 
 __all__ = ["PLANE_SIZE", "CpuCompiler"]
@@ -305,7 +306,11 @@ class _Emitter(StructuredEmitter):
                 self.line(f"{py} = _s.lines({self._py(name)}.shape[0], {line})",
                           f"len({name}): lines of {line}")
             elif kind == "len":
-                self.line(f"{py} = _s.length({self._py(name)})", f"len({name})")
+                self.line(f"{py} = _s.count(shapes[{self.position[name]}])", f"len({name})")
+            elif kind == "buffer_len":
+                self.line(f"{py} = _s.length({self._py(name)})", f"buffer_len({name})")
+            elif kind == "rank":
+                self.line(f"{py} = _s.rank(shapes[{self.position[name]}])", f"rank({name})")
             else:
                 self.line(f"{py} = _s.extent({kind}s[{self.position[name]}], {axis})",
                           f"{name}.{kind}[{axis}]")
@@ -481,6 +486,10 @@ class _Emitter(StructuredEmitter):
         """Nothing to do: the lanes run in lockstep."""
         self.line("pass", "barrier: the lanes run in lockstep")
 
+    def stmt_sync_plane(self, s: ir.SyncPlane) -> None:
+        """Nothing to do: the lanes run in lockstep."""
+        self.line("pass", "plane barrier: the lanes run in lockstep")
+
     def stmt_atomic(self, s: ir.AtomicStmt) -> None:
         """``support.atomic``: the active lanes one after another, in lane order."""
         mask = self.mask
@@ -519,7 +528,7 @@ class _Emitter(StructuredEmitter):
     def _is_uniform(self, e: ir.Expr) -> bool:
         """Whether ``e`` is known at compile time to be the same in every lane."""
         match e:
-            case ir.Const() | ir.Len() | ir.Shape() | ir.Stride():
+            case ir.Const() | ir.Len() | ir.Shape() | ir.Stride() | ir.BufferLen() | ir.Rank():
                 return True
             case ir.Var(name=n):
                 return n in self.uniform_locals if n in self.locals else n in self.scalars
@@ -537,7 +546,8 @@ class _Emitter(StructuredEmitter):
         key = (kind, name, axis)
         if key not in self.hoisted:
             stem = self.stems[name]
-            self.hoisted[key] = f"n_{stem}" if kind == "len" else f"{kind}_{stem}_{axis}"
+            named = {"len": "n_", "buffer_len": "bn_", "rank": "rank_"}.get(kind)
+            self.hoisted[key] = f"{named}{stem}" if named else f"{kind}_{stem}_{axis}"
         return self.hoisted[key]
 
     def expr_const(self, e: ir.Const) -> str:
@@ -610,9 +620,9 @@ class _Emitter(StructuredEmitter):
         fn = "load" if checked else "load_unchecked"
         return f"_s.{fn}({arr}, {self.expr(e.index)}, {mask})"
 
-    def expr_metadata(self, e: ir.Len | ir.Shape | ir.Stride) -> str:
-        """A length, extent or stride, hoisted out of the chunk loop."""
-        return self._hoist(type(e).__name__.lower(), e.array, getattr(e, "dim", 0))
+    def expr_metadata(self, e: ir.Len | ir.BufferLen | ir.Rank | ir.Shape | ir.Stride) -> str:
+        """A length, buffer length, rank, extent or stride, hoisted out of the chunk loop."""
+        return self._hoist(metadata_kind(e), e.array, getattr(e, "dim", 0))
 
     def expr_binary(self, e: ir.Binary) -> str:
         """NumPy's operators; the position compared by ``g.pos_cmp`` where it can."""

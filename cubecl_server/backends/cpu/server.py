@@ -85,9 +85,9 @@ class CpuServer:
             if len(self._arguments) >= _VIEW_LIMIT:
                 self._arguments.clear()
             bindings = tuple(arrays)
-            arg = self._arguments[key] = (bindings, [_view(b) for b in bindings],
-                                          [b.shape for b in bindings],
-                                          [_strides(b.shape) for b in bindings])
+            arg = self._arguments[key] = (
+                bindings, [_view(b) for b in bindings], [b.shape for b in bindings],
+                [_strides(b.shape) if b.strides is None else b.strides for b in bindings])
         return arg
 
     def read(self, binding: Binding) -> np.ndarray:

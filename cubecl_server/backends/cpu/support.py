@@ -333,6 +333,17 @@ def scalar(value: Any, dtype: type[np.generic]) -> np.generic:
     return value if type(value) is dtype else dtype(value)
 
 
+def count(shape: tuple[int, ...]) -> np.uint32:
+    """The logical length of an array of ``shape`` (its product) as ``u32``: ``len`` of
+    a view, whose buffer may hold more."""
+    return _u32(math.prod(shape))
+
+
+def rank(shape: tuple[int, ...]) -> np.uint32:
+    """The number of axes of ``shape`` as ``u32``."""
+    return _u32(len(shape))
+
+
 def extent(dims: tuple[int, ...], axis: int) -> np.uint32:
     """``dims[axis]`` as ``u32``; 1 past the rank (a shape or a stride alike)."""
     return _u32(dims[axis]) if axis < len(dims) else np.uint32(1)

@@ -69,7 +69,8 @@ NUMPY_NAMES = _DTYPES | frozenset({
 """What generated code reads from ``np``: the IR's dtypes and the functions it calls."""
 
 SUPPORT_NAMES = frozenset({
-    "check_dim", "chunks", "extent", "length", "scalar", "and_", "andnot", "merge", "select",
+    "check_dim", "chunks", "extent", "length", "count", "rank", "scalar", "and_", "andnot",
+    "merge", "select",
     "idiv",
     "trip_count", "erf", "load", "load_unchecked", "view_pos", "load_pos", "store",
     "store_unchecked", "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",

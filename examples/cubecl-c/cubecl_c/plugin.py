@@ -113,6 +113,8 @@ class C99(cb.StandardC):
         own = {"ballot": f"({value} ? 1u : 0u)", "exclusive_sum": "0", "exclusive_prod": "1"}
         return own.get(fn.value, value)
 
+    plane_barrier = staticmethod(lambda e: ";")  # a plane is one unit: nothing to wait for
+
     def head(self, e: cb.CEmitter) -> list[str]:
         """The entry point, which runs the cubes: as contexts where units meet at barriers."""
         team = bool(e.shared) or any(isinstance(s, ir.Barrier) for s in ir.walk(e.kernel.body))
@@ -199,12 +201,6 @@ def _view(b: cb.Binding) -> np.ndarray:  # the binding's elements, in the storag
     return b.resource[b.offset:b.offset + b.size].view(b.elem.numpy_name)
 
 
-def _meta(shape: tuple[int, ...], kind: str, dim: int) -> int:
-    """An array's ``len``, or its extent or (C order) stride along ``dim``: 1 past its rank."""
-    return {"len": math.prod(shape), "shape": (*shape[dim:], 1)[0],
-            "stride": math.prod(shape[dim + 1:])}[kind]
-
-
 class CServer:
     """The host as the ``c`` device; a launch runs to completion at once."""
 
@@ -228,7 +224,7 @@ class CServer:
         values = np.frombuffer(b"".join(s.tobytes().ljust(8, b"\0") for s in scalars), np.uint64)
         words = np.array([count.x, count.y, count.z,
                           *(b.resource.ctypes.data + b.offset for b in arrays), *values,
-                          *(_meta(arrays[i].shape, kind, d) for kind, i, d in meta)], np.uint64)
+                          *(arrays[i].metadata(kind, d) for kind, i, d in meta)], np.uint64)
         fn(words.ctypes)  # as a pointer
 
     def sync(self) -> None:

@@ -59,14 +59,6 @@ def _view(b: Binding) -> np.ndarray:
     return np.frombuffer(b.resource, dtype=b.elem.numpy_name, count=count, offset=b.offset)
 
 
-def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for extent in reversed(shape):
-        out.append(acc)
-        acc *= extent
-    return tuple(reversed(out))
-
-
 class ExampleServer:
     """The host as the ``example`` device; launches run to completion at once."""
 
@@ -89,7 +81,7 @@ class ExampleServer:
                arrays: Sequence[Binding], scalars: Sequence[np.generic]) -> None:
         """Call the loaded kernel the way the cpu Compiler's modules expect."""
         kernel([_view(b) for b in arrays], [b.shape for b in arrays],
-               [_strides(b.shape) for b in arrays], list(scalars),
+               [b.element_strides for b in arrays], list(scalars),
                (count.x, count.y, count.z), (dim.x, dim.y, dim.z))
 
     def sync(self) -> None:

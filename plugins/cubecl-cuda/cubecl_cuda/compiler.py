@@ -92,8 +92,9 @@ class Param:
     """One parameter of the entry point, as the launch fills it.
 
     ``kind`` is ``"array"`` (a device pointer to array parameter ``index``),
-    ``"scalar"`` (scalar parameter ``index``), or ``"len"``, ``"shape"``, ``"stride"``
-    (a ``u32`` of array parameter ``index``, along ``dim`` for the last two). ``wire``
+    ``"scalar"`` (scalar parameter ``index``), or ``"len"``, ``"buffer_len"``,
+    ``"rank"``, ``"shape"``, ``"stride"`` (a ``u32`` of array parameter ``index``, along
+    ``dim`` for the last two: ``lowering.metadata_kind``). ``wire``
     is the NumPy dtype the launch sends the value as (``uint64`` for a pointer).
     """
 
@@ -168,6 +169,10 @@ class CudaDialect(StandardC):
     line_sizes = (1, 2, 4, 8, 16)
     function_prefix = "static __device__ __forceinline__ "
     barrier = "__syncthreads();"
+
+    def plane_barrier(self, e: CEmitter) -> str:
+        """``__syncwarp()``: every lane of the warp, with a memory fence among them."""
+        return "__syncwarp();"
     unroll = "#pragma unroll"
     shared_space = "__shared__ "
 

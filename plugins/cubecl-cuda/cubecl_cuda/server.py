@@ -46,14 +46,6 @@ def _extent(dims: tuple[int, ...], axis: int) -> int:
     return dims[axis] if axis < len(dims) else 1
 
 
-def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for extent in reversed(shape):
-        out.append(acc)
-        acc *= extent
-    return tuple(reversed(out))
-
-
 def _wire(value: np.generic, wire: str) -> np.generic:
     if wire == "uint16":  # an f16 scalar travels as its bits
         return np.asarray(value, dtype=np.float16).view(np.uint16)[()]
@@ -159,12 +151,16 @@ class CudaServer:
                 args.append(np.uint64(self._address(arrays[p.index])))
             elif p.kind == "scalar":
                 args.append(_wire(scalars[p.index], p.wire))
-            elif p.kind == "len":
+            elif p.kind == "buffer_len":
                 args.append(np.uint32(_elements(arrays[p.index])))
+            elif p.kind == "len":
+                args.append(np.uint32(arrays[p.index].length))
+            elif p.kind == "rank":
+                args.append(np.uint32(len(arrays[p.index].shape)))
             elif p.kind == "shape":
                 args.append(np.uint32(_extent(arrays[p.index].shape, p.dim)))
             else:
-                args.append(np.uint32(_extent(_strides(arrays[p.index].shape), p.dim)))
+                args.append(np.uint32(_extent(arrays[p.index].element_strides, p.dim)))
         events = self._events
         with self._device:
             try:

@@ -14,7 +14,10 @@ first, in parameter order, each as
 - ``__global T* g_<a>``: the storage buffer (a pool page or a dedicated allocation),
 - ``ulong o_<a>``: the slice's offset in that buffer, in elements (slices are
   never sub-buffers: offsets are arguments, so a launch creates no CL objects),
-- ``uint len_<a>``: its number of elements (``len``, and the bound of checked mode),
+- ``uint len_<a>``: the elements of its buffer (``buffer_len``, and the bound of
+  checked mode); of a view, from its first element to its last,
+- ``uint n_<a>``, ``uint rank_<a>``: its logical length (``len``) and rank, where the
+  kernel reads them,
 - ``uint shape_<a>_<d>``, ``uint stride_<a>_<d>`` for ``d < dims``, where ``dims`` is
   one more than the largest axis the kernel reads with ``Shape``/``Stride`` (the
   server passes 1 past the array's rank, as ``ir.Shape`` says);
@@ -33,7 +36,8 @@ What the dialect chooses where the emitter leaves it open:
 - Float to integer casts saturate and map NaN to 0 (``convert_<T>_sat``, rounding
   toward zero): C leaves out-of-range conversions undefined, so this is the defined
   behaviour the backend chooses. Integer to integer casts wrap.
-- ``Barrier`` is ``barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)``.
+- ``Barrier`` is ``barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)``, ``SyncPlane``
+  ``sub_group_barrier`` with the same fences (``cl_khr_subgroups``).
 - Atomics: ``i32``/``u32`` through the OpenCL 1.1 ``atomic_*`` built-ins;
   ``i64``/``u64`` through ``atom_*`` (``cl_khr_int64_base_atomics``, and
   ``..._extended_atomics`` for min/max); ``add`` on ``f32`` (the one float atomic of
@@ -106,12 +110,15 @@ class Need:
 
 @dataclass(frozen=True)
 class ArrayArg:
-    """One array parameter as the kernel takes it: buffer, offset, length and ``dims``
-    shape/stride pairs."""
+    """One array parameter as the kernel takes it: buffer, offset, buffer length, the
+    logical length where ``length``, the rank where ``rank``, and ``dims`` shape/stride
+    pairs."""
 
     name: str
     elem: Elem
     dims: int
+    length: bool = False
+    rank: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,7 +141,8 @@ class KernelLayout:
 
     def to_header(self) -> dict[str, list[list[str | int]]]:
         """The layout as the JSON an artifact's header carries."""
-        return {"arrays": [[a.name, a.elem.value, a.dims] for a in self.arrays],
+        return {"arrays": [[a.name, a.elem.value, a.dims, int(a.length), int(a.rank)]
+                           for a in self.arrays],
                 "scalars": [[s.name, s.elem.value] for s in self.scalars]}
 
     @classmethod
@@ -143,7 +151,8 @@ class KernelLayout:
         """The argument lists of :meth:`to_header`'s output; ValueError if malformed."""
         try:
             assert isinstance(header, dict)
-            arrays = tuple(ArrayArg(str(n), Elem(e), int(d)) for n, e, d in header["arrays"])
+            arrays = tuple(ArrayArg(str(n), Elem(e), int(d), bool(length), bool(rank))
+                           for n, e, d, length, rank in header["arrays"])
             scalars = tuple(ScalarArg(str(n), Elem(e)) for n, e in header["scalars"])
         except (AssertionError, KeyError, TypeError, ValueError) as e:
             raise ValueError(f"malformed parameter layout: {e}") from e
@@ -161,7 +170,10 @@ class OpenclCompiler:
         e = CEmitter(kernel, cube_dim, mode, OpenclDialect())
         source = e.program()
         layout = KernelLayout(
-            arrays=tuple(ArrayArg(p.name, p.elem, _dims(e, p.name)) for p in e.arrays.values()),
+            arrays=tuple(ArrayArg(p.name, p.elem, _dims(e, p.name),
+                                  ("len", p.name, 0) in e.meta_used,
+                                  ("rank", p.name, 0) in e.meta_used)
+                         for p in e.arrays.values()),
             scalars=tuple(ScalarArg(p.name, p.elem) for p in e.scalars.values()),
             needs=frozenset(e.needs), shared_bytes=e.shared_bytes)
         return CompiledKernel(name=kernel.name, entry_point=f"k_{e.ident}", source=source,
@@ -170,7 +182,8 @@ class OpenclCompiler:
 
 def _dims(e: CEmitter, array: str) -> int:
     """How many shape/stride pairs of ``array`` the kernel takes: past the largest axis read."""
-    return max((d + 1 for kind, a, d in e.meta_used if a == array and kind != "len"), default=0)
+    return max((d + 1 for kind, a, d in e.meta_used
+                if a == array and kind in ("shape", "stride")), default=0)
 
 
 class OpenclDialect(StandardC):
@@ -183,6 +196,11 @@ class OpenclDialect(StandardC):
     bool_memory = "uchar"
     int_suffixes: Mapping[Elem, str] = {Elem.I32: "", Elem.I64: "L", Elem.U32: "u", Elem.U64: "UL"}
     barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+
+    def plane_barrier(self, e: CEmitter) -> str:
+        """``cl_khr_subgroups``' ``sub_group_barrier``, fencing local and global memory."""
+        e.need(Need.SUBGROUPS)
+        return "sub_group_barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
     unroll = "#pragma unroll"
     shared_space = "__local "
     f32_suffix = ""  # the built-ins are overloaded
@@ -356,7 +374,9 @@ class OpenclDialect(StandardC):
         for p in e.arrays.values():
             s, const = e.stems[p.name], "" if p.name in e.written else "const "
             args += [f"__global {const}{e.mtype(p.elem)}* g_{s}", f"const ulong o_{s}",
-                     f"const uint {e.metadata('len', p.name)}"]
+                     f"const uint {e.metadata('buffer_len', p.name)}"]
+            args += [f"const uint {e.meta_used[(kind, p.name, 0)]}" for kind in ("len", "rank")
+                     if (kind, p.name, 0) in e.meta_used]
             for d in range(_dims(e, p.name)):
                 args += [f"const uint {e.metadata('shape', p.name, d)}",
                          f"const uint {e.metadata('stride', p.name, d)}"]

@@ -34,21 +34,25 @@ def scalar_arg_dtypes(arrays: Sequence[ArrayArg],
     out: list[np.dtype | None] = []
     for a in arrays:
         out += [None, np.dtype(np.uint64), np.dtype(np.uint32)]
-        out += [np.dtype(np.uint32)] * (2 * a.dims)
+        out += [np.dtype(np.uint32)] * (2 * a.dims + a.length + a.rank)
     # A bool is packed as one byte (struct "?"), which is the kernel's uchar.
     out += [np.dtype(s.elem.numpy_name) for s in scalars]
     return out
 
 
 @lru_cache(maxsize=1024)
-def _shape_args(shape: tuple[int, ...], dims: int) -> tuple[int, ...]:
-    """Shape and stride (in elements, C order) per axis below ``dims``; 1 past the rank.
+def _shape_args(shape: tuple[int, ...], view: tuple[int, ...] | None,
+                dims: int) -> tuple[int, ...]:
+    """Shape and stride (in elements: a view's ``view``, else C order) per axis below
+    ``dims``; 1 past the rank.
 
     Cached: a program launches the same few shapes over and over.
     """
     strides = [1] * len(shape)
     for i in range(len(shape) - 2, -1, -1):
         strides[i] = strides[i + 1] * shape[i + 1]
+    if view is not None:
+        strides = list(view)
     out: list[int] = []
     for d in range(dims):
         out += (shape[d], strides[d]) if d < len(shape) else (1, 1)
@@ -73,8 +77,12 @@ def make_enqueue(kernel: cl.Kernel, arrays: Sequence[ArrayArg]) -> Enqueue:
     for b, a in zip(names, arrays, strict=True):
         shift = (a.elem.bits // 8).bit_length() - 1  # element sizes are powers of two
         parts += [f"{b}.resource", f"{b}.offset >> {shift}", f"{b}.size >> {shift}"]
+        if a.length:
+            parts.append(f"{b}.length")
+        if a.rank:
+            parts.append(f"len({b}.shape)")
         if a.dims:
-            parts.append(f"*_shape_args({b}.shape, {a.dims})")
+            parts.append(f"*_shape_args({b}.shape, {b}.strides, {a.dims})")
     unpack = f"    {', '.join(names)}, = arrays\n" if names else "    ()= arrays\n"
     src = (f"def enqueue(queue, global_size, local_size, arrays, scalars):\n{unpack}"
            f"    return _knl(queue, global_size, local_size, {''.join(p + ', ' for p in parts)}"

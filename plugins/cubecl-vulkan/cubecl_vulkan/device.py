@@ -156,7 +156,8 @@ class PhysicalDevice:
             f64=f.float64, f16=f.float16, int64=f.int64, atomics=frozenset(atomics),
             shared_memory_bytes=f.max_shared_bytes, max_cube_dim=f.max_invocations,
             plane_size=f.subgroup_size if f.subgroups else None, device_present=True,
-            max_cube_count=self.max_cube_count(), line_sizes=(1, 2, 4, 8, 16))
+            max_cube_count=self.max_cube_count(), line_sizes=(1, 2, 4, 8, 16),
+            view_alignment=self.min_storage_offset_alignment)
 
     def max_cube_count(self) -> tuple[int, int, int]:
         """Cubes per axis a launch may have: the server folds an axis past

@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cubecl_server import ir
-from cubecl_server.backend import CubeDim, ExecutionMode, InfoWords, StructuredEmitter
+from cubecl_server.backend import (
+    CubeDim,
+    ExecutionMode,
+    InfoWords,
+    StructuredEmitter,
+    metadata_kind,
+)
 from cubecl_vulkan.mathlib import MathLib
 from cubecl_vulkan.spirv import (
     GLSL,
@@ -660,7 +666,7 @@ class SpirvEmitter(StructuredEmitter):
         """``a``'s length in elements, as unsigned ``ut``."""
         if a.size is not None:
             return self.c(a.size, ut)
-        n = self.meta(self.info.word("len", a.index))
+        n = self.meta(self.info.word("buffer_len", a.index))
         return n if ut is Elem.U32 else self.val(Op.UConvert, self.ty(ut), n)
 
     def _inside(self, a: _Array, index: ir.Expr) -> tuple[int, Elem, int]:
@@ -796,6 +802,13 @@ class SpirvEmitter(StructuredEmitter):
     def stmt_barrier(self, s: ir.Barrier) -> None:
         """GLSL's ``groupMemoryBarrier(); barrier();``."""
         self._barrier()
+
+    def stmt_sync_plane(self, s: ir.SyncPlane) -> None:
+        """``OpControlBarrier`` of the subgroup, fencing workgroup and storage memory."""
+        self._subgroups("sync_plane")
+        sub = self.u(Scope.Subgroup)
+        self.op(Op.ControlBarrier, sub, sub, self.u(Sem.AcquireRelease | Sem.UniformMemory
+                                                     | Sem.WorkgroupMemory))
 
     def _barrier(self) -> None:
         wg = self.u(Scope.Workgroup)
@@ -1298,10 +1311,10 @@ class SpirvEmitter(StructuredEmitter):
         return self.guarded(inside, self.ty(a.elem), lambda: self._read(a, self._u32(i, ut)),
                             self.zero(a.elem))
 
-    def expr_metadata(self, e: ir.Len | ir.Shape | ir.Stride) -> int:
+    def expr_metadata(self, e: ir.Len | ir.BufferLen | ir.Rank | ir.Shape | ir.Stride) -> int:
         """An info word; a line array's length in lines (the last one maybe partial)."""
         index = list(self.arrays).index(e.array)
-        kind = type(e).__name__.lower()
+        kind = metadata_kind(e)
         value = self.meta(self.info.word(kind, index, getattr(e, "dim", 0)))
         line = self.arrays[e.array].line
         if isinstance(e, ir.Len) and line > 1:
