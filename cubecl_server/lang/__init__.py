@@ -59,6 +59,8 @@ from .types import (
     MathIntrinsic,
     PlaneIntrinsic,
     ScalarType,
+    TensorMap,
+    TensorMapType,
     TypeRef,
     abs,
     acos,
@@ -149,6 +151,7 @@ from .types import (
     sync_cube,
     tan,
     tanh,
+    tma_load,
     trailing_zeros,
     trunc,
     u32,
@@ -183,4 +186,5 @@ __all__ = [
     "plane_ballot", "plane_shuffle_xor", "plane_shuffle", "plane_shuffle_up",
     "plane_shuffle_down", "plane_inclusive_prod", "plane_exclusive_prod", "plane_elect",
     "Line", "LineType", "line", "line_size", "line_sum", "line_min", "line_max", "dot",
+    "TensorMap", "TensorMapType", "tma_load",
 ]

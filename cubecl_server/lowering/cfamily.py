@@ -417,8 +417,8 @@ class CEmitter(StructuredEmitter):
 
     def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode,
                  dialect: CDialect) -> None:
-        super().__init__(kernel, cube_dim, mode, dialect.backend)
         self.d = dialect
+        super().__init__(kernel, cube_dim, mode, dialect.backend)
         self.written = kernel.written_arrays
         self.builtins: set[ir.BuiltinName] = set()
         self.meta_used: dict[tuple[str, str, int], str] = {}
@@ -805,6 +805,14 @@ class CEmitter(StructuredEmitter):
     def stmt_barrier(self, s: ir.Barrier) -> None:
         """The dialect's barrier."""
         self.line(self._barrier(), ir.format_stmt(s))
+
+    def takes_tensor_maps(self) -> bool:
+        """Whether the dialect lowers tensor maps (its ``tensor_maps``)."""
+        return bool(getattr(self.d, "tensor_maps", False))
+
+    def stmt_tensor_map_load(self, s: ir.TensorMapLoad) -> None:
+        """The dialect's tensor-map load, with the coordinates' texts."""
+        self.d.tensor_map_load(self, s, [self.expr(c) for c in s.coords])  # type: ignore[attr-defined]
 
     def _barrier(self) -> str:
         if not self.d.barrier:
