@@ -110,7 +110,9 @@ class CDialect(Protocol):
     Methods get the emitter ``e`` to ask it for what they need: ``e.ctype``,
     ``e.literal``, ``e.cast``, ``e.helper`` and ``e.function`` (helper functions),
     ``e.need`` (features), ``e.builtin_ref``, ``e.metadata``, ``e.line``, ``e.fail``.
-    A dialect with state (what a launch must pass...) is made per kernel.
+    A dialect with state (what a launch must pass...) is made per kernel. One that
+    lowers tensor maps sets ``tensor_maps = True`` and has
+    ``tensor_map_load(e, s, coords)``; without it the emitter refuses them.
     """
 
     backend: str
