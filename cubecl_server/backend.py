@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from cubecl_server.storage import BytesStorage, ComputeStorage, StorageId, storage_id_type
     from cubecl_server.tma import (
         TENSOR_MAP_BYTES,
+        BoundTensorMap,
         TensorMap,
         TensorMapError,
         TmaFill,
@@ -94,7 +95,7 @@ __all__ = [
     "CompletedEvent", "DeviceEvent", "EventServer", "FillCopy",
     # Tensor maps (TMA), for a backend whose capabilities have tma on
     "TENSOR_MAP_BYTES", "TensorMap", "TensorMapError", "TmaFill", "TmaInterleave",
-    "TmaSwizzle",
+    "TmaSwizzle", "BoundTensorMap",
 ]
 
 # Where each name lives; the TYPE_CHECKING imports above say the same for type
@@ -126,7 +127,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "cubecl_server.storage": ("BytesStorage", "ComputeStorage", "StorageId",
                               "storage_id_type"),
     "cubecl_server.tma": ("TENSOR_MAP_BYTES", "TensorMap", "TensorMapError", "TmaFill",
-                          "TmaInterleave", "TmaSwizzle"),
+                          "TmaInterleave", "TmaSwizzle", "BoundTensorMap"),
 }
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 

@@ -7,6 +7,8 @@ client of one device of one backend, made on first use and shared;
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import sys
 import threading
 import types
@@ -42,6 +44,7 @@ from cubecl_server.runtime import EnvironmentRecorder, open_loader, open_server
 from cubecl_server.server import Binding, ComputeServer
 from cubecl_server.stream import ExecuteScope, Failures
 from cubecl_server.timestamp_profiler import ProfileDuration, profile
+from cubecl_server.tma import BoundTensorMap, TensorMapArg
 from cubecl_server.validation import check_launch, cube_count_error
 
 __all__ = ["ComputeClient", "create_client", "elem_of_dtype", "recording"]
@@ -83,6 +86,10 @@ class _Plan:
     fails)."""
     units: int
     """Units in one cube of the plan's cube dim."""
+    maps: tuple[tuple[int, int, int], ...] = ()
+    """Per tensor-map parameter: its position among all parameters, the rank and the
+    box elements its loads need (0 where it is never loaded). Its buffer follows the
+    array parameters' among a launch's handles (and is read)."""
 
 
 _COMPLETED = CompletedEvent()
@@ -398,14 +405,16 @@ class ComputeClient:
             check_launch(k, cube_dim, self.capabilities)
             read, written = k.array_access
             arrays = [p for p in k.params if p.array]
+            maps = _map_loads(k)
             plan = self._plans[key] = _Plan(
                 aid, k, k.params,
                 tuple((i, p.elem) for i, p in enumerate(k.params) if p.array),
                 tuple((i, p, _SCALAR_TYPES[p.elem]) for i, p in enumerate(k.params)
                       if not p.array),
-                tuple(i for i, p in enumerate(arrays) if p.name in read),
+                tuple(i for i, p in enumerate(arrays) if p.name in read)
+                + tuple(range(len(arrays), len(arrays) + len(maps))),
                 tuple(i for i, p in enumerate(arrays) if p.name in written),
-                cube_dim.total)
+                cube_dim.total, maps)
         return plan
 
     def artifact_id(self, kernel: Launchable, cube_dim: CubeDim | int | tuple[int, ...],
@@ -512,10 +521,17 @@ def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
         handles.append(h)
         bindings.append(h.binding())
     scalars = []
+    maps = {m[0]: m for m in plan.maps} if plan.maps else None
     for i, p, t in plan.scalars:
         # The common case, a NumPy scalar of the right type, costs one comparison.
         a = args[i]
-        scalars.append(a if type(a) is t else _scalar(plan.kernel.name, p, a))
+        if type(a) is t:
+            scalars.append(a)
+        elif maps is not None and i in maps:
+            scalars.append(_tensor_map(plan.kernel.name, p, a, memory, *maps[i][1:]))
+            handles.append(a.buffer)
+        else:
+            scalars.append(_scalar(plan.kernel.name, p, a))
     return handles, tuple(bindings), tuple(scalars)
 
 
@@ -541,6 +557,48 @@ def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:
     raise TypeError(f"kernel {kernel!r}: parameter {p.name!r}: {a!r} belongs to another "
                     "client; a kernel runs on its own client's buffers (copy it through "
                     "the host: client.read, then create)")
+
+
+def _map_loads(k: ir.Kernel) -> tuple[tuple[int, int, int], ...]:
+    """:attr:`_Plan.maps` of ``k``: each tensor-map parameter's position, and the rank
+    and box elements of its loads."""
+    loads = {n.map: n for n in ir.walk(k.body) if isinstance(n, ir.TensorMapLoad)}
+    shared = {sh.name: sh.size for sh in k.shared}
+    out = []
+    for i, p in enumerate(k.params):
+        if p.tensor_map:
+            load = loads.get(p.name)
+            out.append((i, len(load.coords), shared[load.shared]) if load else (i, 0, 0))
+    return tuple(out)
+
+
+def _tensor_map(kernel: str, p: ir.Param, a: Any, memory: MemoryManagement, rank: int,
+                box: int) -> BoundTensorMap:
+    """The bound tensor map of argument ``a`` to tensor-map parameter ``p``, checked
+    against the parameter, the kernel's loads of it and its buffer."""
+    what = f"kernel {kernel!r}: parameter {p.name!r} is a TensorMap[{p.elem.value}]"
+    if not isinstance(a, TensorMapArg):
+        raise TypeError(f"{what}, got {type(a).__name__}; pass a "
+                        "cubecl_server.tma.TensorMapArg(map, buffer)")
+    h, tmap = a.buffer, a.map
+    if type(h) is not Handle or h.memory is not memory:
+        raise TypeError(f"{what}: its buffer must be a handle of this client (from "
+                        f"client.create/empty), got {h!r}")
+    if tmap.elem is not p.elem or h.elem is not p.elem:
+        raise TypeError(f"{what}, got a map of {tmap.elem.value} over a buffer of "
+                        f"{h.elem.value}")
+    binding = h.binding()
+    tmap = dataclasses.replace(tmap, address=binding.offset).validate()
+    if rank and tmap.rank != rank:
+        raise LaunchError(f"{what}: the kernel loads it with {rank} coordinates, the map "
+                          f"has rank {tmap.rank}")
+    if box and math.prod(tmap.box) != box:
+        raise LaunchError(f"{what}: its box {tmap.box} holds {math.prod(tmap.box)} "
+                          f"elements, the shared array the kernel loads it into holds {box}")
+    if tmap.span_bytes > binding.size:
+        raise LaunchError(f"{what}: the map spans {tmap.span_bytes} bytes, past its buffer "
+                          f"of {binding.size}")
+    return BoundTensorMap(tmap, binding)
 
 
 def _scalar(kernel: str, p: ir.Param, value: Any) -> np.generic:

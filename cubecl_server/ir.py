@@ -38,7 +38,7 @@ __all__ = [
     "BufferLen", "Rank", "SyncPlane",
     "PlaneFn", "LineFill", "LineElement", "LineReduce", "ReduceFn", "Assign", "Store", "If",
     "For", "While", "Break", "Continue", "Return",
-    "Barrier", "AtomicStmt", "AtomicOp", "Kernel", "Expr", "Stmt",
+    "Barrier", "AtomicStmt", "AtomicOp", "TensorMapLoad", "Kernel", "Expr", "Stmt",
     "to_json", "from_json", "kernel_to_json", "kernel_from_json", "format_expr",
     "format_stmt", "format_kernel", "walk",
 ]
@@ -152,12 +152,15 @@ class Param:
 
     ``line`` > 1 makes an array a line array: the buffer holds ``elem`` elements, and
     the kernel reads and writes them ``line`` at a time (:attr:`value_type`).
+    ``tensor_map`` makes it a tensor map (``array`` False): the description of a tiled
+    view of a global tensor of ``elem``, used only by :class:`TensorMapLoad`.
     """
 
     name: str
     elem: Elem
     array: bool
     line: int = field(default=1, metadata=_SINCE_LINES)
+    tensor_map: bool = field(default=False, metadata=_SINCE_LINES)
 
     @property
     def value_type(self) -> Type:
@@ -681,8 +684,24 @@ class AtomicStmt:
     result: str | None
 
 
+@dataclass(frozen=True)
+class TensorMapLoad:
+    """Copies the box of tensor map ``map`` whose first element is at ``coords`` (``i32``,
+    innermost dimension first, one per dimension of the map) into shared array
+    ``shared``, and waits for it: afterwards every unit of the cube sees the box there.
+
+    Every unit of the cube reaches it with the same coordinates, as it reaches a
+    :class:`Barrier`, and it orders like one before and after. The map's box holds as
+    many elements as the shared array (the launch checks it).
+    """
+
+    map: str
+    shared: str
+    coords: tuple[Expr, ...]
+
+
 Stmt = (Assign | Store | If | For | While | Break | Continue | Return | Barrier | AtomicStmt
-        | SyncPlane)
+        | SyncPlane | TensorMapLoad)
 
 # ---------------------------------------------------------------- the kernel
 
@@ -737,6 +756,9 @@ class Kernel:
             elif isinstance(n, AtomicStmt):
                 read.add(n.array)
                 written.add(n.array)
+            elif isinstance(n, TensorMapLoad):
+                read.add(n.map)
+                written.add(n.shared)
         return frozenset(read), frozenset(written)
 
 
@@ -793,7 +815,7 @@ _NODES: dict[str, type] = {
         Param, Local, SharedArray, LocalArray, Const, Var, Builtin, Binary, Unary, Math,
         Cast, Bitcast, Select, Load, Len, Shape, Stride, PlaneOp, Assign, Store, If, For,
         While, Break, Continue, Return, Barrier, AtomicStmt, Kernel, Line, LineFill,
-        LineElement, LineReduce, BufferLen, Rank, SyncPlane,
+        LineElement, LineReduce, BufferLen, Rank, SyncPlane, TensorMapLoad,
     )
 }
 _ENUMS: dict[str, type[enum.Enum]] = {
@@ -1011,6 +1033,8 @@ def _format_block(body: tuple[Stmt, ...], indent: int, out: list[str]) -> None:
                 args.append(format_expr(v))
                 lhs = f"{r} = " if r else ""
                 out.append(f"{pad}{lhs}atomic_{op.value}({', '.join(args)})")
+            case TensorMapLoad(map=m, shared=sh, coords=cs):
+                out.append(f"{pad}tma_load({m}, {sh}, {', '.join(map(format_expr, cs))})")
             case _:
                 raise TypeError(f"not an IR statement: {s!r}")
 
@@ -1022,11 +1046,15 @@ def format_stmt(s: Stmt) -> str:
     return out[0]
 
 
+def _param_type(p: Param) -> str:
+    if p.array:
+        return f"Array[{p.value_type.value}]"
+    return f"TensorMap[{p.elem.value}]" if p.tensor_map else p.elem.value
+
+
 def format_kernel(k: Kernel) -> str:
     """The whole kernel as readable, Python-like text."""
-    params = ", ".join(
-        f"{p.name}: {'Array[' + p.value_type.value + ']' if p.array else p.elem.value}"
-        for p in k.params)
+    params = ", ".join(f"{p.name}: {_param_type(p)}" for p in k.params)
     out = [f"kernel {k.name}({params}):"]
     for name, value in k.comptime:
         out.append(f"    # comptime {name} = {value!r}")

@@ -21,6 +21,7 @@ __all__ = ["check_kernel"]
 E = ir.Elem
 _ATOMIC_ELEMS = (E.I32, E.U32, E.I64, E.U64)
 _MAX_SHARED = (1 << 32) - 1
+_TMA_RANK = 5  # the most dimensions a tensor map has (cuTensorMapEncodeTiled)
 _FLOAT_FNS = frozenset({
     ir.MathFn.EXP, ir.MathFn.LOG, ir.MathFn.SQRT, ir.MathFn.RSQRT, ir.MathFn.SIN,
     ir.MathFn.COS, ir.MathFn.TANH, ir.MathFn.ERF, ir.MathFn.FLOOR, ir.MathFn.CEIL,
@@ -154,6 +155,8 @@ class _Checker:
         self.arrays: dict[str, ir.Type] = {}
         self.shared: dict[str, ir.Elem] = {}
         self.local_arrays: dict[str, ir.Elem] = {}
+        self.tensor_maps: dict[str, ir.Elem] = {}
+        self.map_ranks: dict[str, int] = {}
         self.loops = 0
 
     def check(self) -> None:
@@ -163,7 +166,8 @@ class _Checker:
             raise _Violation(f"the kernel's name {k.name!r} is not a valid identifier")
         seen: dict[str, str] = {}
         decls: list[tuple[str, str, ir.Elem]] = [
-            ("array parameter" if p.array else "scalar parameter", p.name, p.elem)
+            ("array parameter" if p.array else "tensor map parameter"
+             if getattr(p, "tensor_map", False) else "scalar parameter", p.name, p.elem)
             for p in k.params]
         decls += [("local", loc.name, loc.elem) for loc in k.locals]
         decls += [("shared array", sh.name, sh.elem) for sh in k.shared]
@@ -187,7 +191,13 @@ class _Checker:
                 raise _Violation(f"parameter {p.name!r} has line {line!r}; a line is 1, or "
                                  f"one of {', '.join(map(str, ir.LINE_SIZES))} for an array "
                                  "parameter")
-            if p.array:
+            if getattr(p, "tensor_map", False):
+                if p.array or p.elem is E.BOOL:
+                    raise _Violation(f"tensor map parameter {p.name!r} is "
+                                     f"{'an array' if p.array else 'of bool'}; a tensor map "
+                                     "is not an array, and maps a tensor of a numeric type")
+                self.tensor_maps[p.name] = p.elem
+            elif p.array:
                 self.arrays[p.name] = p.value_type
             else:
                 self.scalars[p.name] = p.elem
@@ -239,8 +249,34 @@ class _Checker:
                 pass
             case ir.AtomicStmt():
                 self.atomic(s)
+            case ir.TensorMapLoad():
+                self.tensor_map_load(s)
             case _:
                 raise _Violation("not an IR statement", s)
+
+    def tensor_map_load(self, s: ir.TensorMapLoad) -> None:
+        """Check a ``TensorMapLoad``: a tensor map, a shared array of its element type,
+        1 to 5 ``i32`` coordinates, as many at every load of the map."""
+        elem = self.tensor_maps.get(s.map)
+        if elem is None:
+            raise _Violation(f"{s.map!r} is not a tensor map parameter", s)
+        if s.shared not in self.shared:
+            raise _Violation(f"{s.shared!r} is not a shared array: a tensor map loads into "
+                             "shared memory", s)
+        if self.shared[s.shared] is not elem:
+            raise _Violation(f"tensor map {s.map!r} holds {elem.value}, but shared array "
+                             f"{s.shared!r} holds {self.shared[s.shared].value}", s)
+        rank = len(s.coords)
+        if not 1 <= rank <= _TMA_RANK:
+            raise _Violation(f"a tensor map load takes 1 to {_TMA_RANK} coordinates, not "
+                             f"{rank}", s)
+        if self.map_ranks.setdefault(s.map, rank) != rank:
+            raise _Violation(f"tensor map {s.map!r} is loaded with {rank} coordinates here "
+                             f"and {self.map_ranks[s.map]} elsewhere: a map has one rank", s)
+        for c in s.coords:
+            self.expr(c)
+            if c.type is not E.I32:
+                raise _Violation(f"a tensor map coordinate is {c.type.value}, not i32", s)
 
     def loop(self, body: tuple[ir.Stmt, ...]) -> None:
         """Check a loop's body, where ``break`` and ``continue`` belong."""
@@ -349,6 +385,8 @@ class _Checker:
                     is_array = (name in self.arrays or name in self.shared
                                 or name in self.local_arrays)
                     kind = ("an array (read it with Load)" if is_array else
+                            "a tensor map (read it with TensorMapLoad)"
+                            if name in self.tensor_maps else
                             "neither a local nor a scalar parameter")
                     raise _Violation(f"{name!r} is {kind}", e)
                 self.typed(e, declared, f"{name!r} is {declared.value}")

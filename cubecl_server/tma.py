@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from cubecl_server.errors import CubeclError
 from cubecl_server.ir import Elem
+from cubecl_server.server import Binding
 
 __all__ = ["TENSOR_MAP_BYTES", "TensorMap", "TensorMapError", "TmaInterleave", "TmaSwizzle",
-           "TmaFill"]
+           "TmaFill", "TensorMapArg", "BoundTensorMap"]
 
 TENSOR_MAP_BYTES = 128
 """The size of an encoded tensor map (``CUtensorMap``), 64-byte aligned."""
@@ -93,6 +95,12 @@ class TensorMap:
         """Bytes of one element."""
         return _ELEM_BYTES[self.elem]
 
+    @property
+    def span_bytes(self) -> int:
+        """The bytes from the tensor's first element to just past its last."""
+        far = sum((n - 1) * s for n, s in zip(self.shape[1:], self.strides, strict=True))
+        return far + self.shape[0] * self.elem_bytes
+
     def validate(self) -> TensorMap:
         """This map, if the hardware takes it; else :class:`TensorMapError` naming the
         first rule it breaks."""
@@ -154,3 +162,21 @@ def _lengths(name: str, values: tuple[int, ...], want: int, what: str) -> None:
     if len(values) != want:
         raise TensorMapError(f"tensor map {name} has {len(values)} entries, expected {want} "
                              f"({what})")
+
+
+@dataclass(frozen=True)
+class TensorMapArg:
+    """The launch argument of a ``TensorMap[T]`` parameter: the map's description and
+    ``buffer``, the handle (from ``client.create``/``empty``) of the tensor it maps."""
+
+    map: TensorMap
+    buffer: Any
+
+
+@dataclass(frozen=True)
+class BoundTensorMap:
+    """What a server's launch gets for a tensor-map parameter: the map, validated with
+    ``address`` set to the binding's byte offset, and the binding of its tensor."""
+
+    map: TensorMap
+    binding: Binding

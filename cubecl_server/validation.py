@@ -47,8 +47,8 @@ def elems_used(kernel: ir.Kernel) -> frozenset[ir.Elem]:
 def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> None:
     """Raise ``LaunchError`` when the device cannot run ``kernel`` in cubes of
     ``cube_dim``: more units per cube, or more shared memory, than it has, a 64-bit
-    integer type on a device without them, a line size it lacks, or a barrier on a
-    device without barriers."""
+    integer type on a device without them, a line size it lacks, a tensor map on a
+    device without the ``tma`` capability, or a barrier on a device without barriers."""
     if cube_dim.total > caps.max_cube_dim:
         raise LaunchError(
             f"kernel {kernel.name!r}: a cube of {cube_dim.x}x{cube_dim.y}x{cube_dim.z} = "
@@ -66,6 +66,13 @@ def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> No
             f"kernel {kernel.name!r}: line size {lines[0].line} of {lines[0].name!r} is not "
             f"one the device has (Capabilities.line_sizes is {caps.line_sizes}); launch "
             "with another line_size")
+    maps = [p for p in kernel.params if p.tensor_map]
+    if maps and not caps.tma:
+        raise LaunchError(
+            f"kernel {kernel.name!r} takes tensor map {maps[0].name!r} "
+            f"(TensorMap[{maps[0].elem.value}]), and the device has no tensor memory "
+            "accelerator: tensor maps need the `tma` capability (Capabilities.tma is False; "
+            "CUDA on sm_90 and later has it)")
     if not caps.barrier and uses_barrier(kernel):
         raise LaunchError(
             f"kernel {kernel.name!r} synchronises its cube (sync_cube), and the device has "

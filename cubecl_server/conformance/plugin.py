@@ -142,6 +142,9 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
         return None if caps.barrier else "barriers (sync_cube; Capabilities.barrier)"
     if kind == "device":
         return None if caps.device_present else "a device (the backend is compile-only here)"
+    if kind == "tma":
+        return None if caps.tma else ("tensor maps (the `tma` capability, Capabilities.tma: "
+                                      "CUDA on sm_90 and later)")
     if kind == "line":
         return None if int(arg) in caps.line_sizes else (
             f"lines of {arg} (Capabilities.line_sizes {caps.line_sizes})")
@@ -165,6 +168,8 @@ def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
     needs += sorted({f"line:{p.line}" for p in kernel.params if p.line > 1})
     if uses_barrier(kernel):
         needs.append("barrier")
+    if any(p.tensor_map for p in kernel.params):
+        needs.append("tma")
     nodes = list(_ir.walk(kernel.body))
     if any(isinstance(n, (_ir.PlaneOp, _ir.SyncPlane)) for n in nodes):
         needs.append("plane")

@@ -62,6 +62,8 @@ from .types import (
     MathIntrinsic,
     PlaneIntrinsic,
     ScalarType,
+    TensorMap,
+    TensorMapType,
     TypeRef,
     abs,
     acos,
@@ -155,6 +157,7 @@ from .types import (
     sync_plane,
     tan,
     tanh,
+    tma_load,
     trailing_zeros,
     trunc,
     u32,
@@ -189,6 +192,7 @@ __all__ = [
     "plane_ballot", "plane_shuffle_xor", "plane_shuffle", "plane_shuffle_up",
     "plane_shuffle_down", "plane_inclusive_prod", "plane_exclusive_prod", "plane_elect",
     "Line", "LineType", "line", "line_size", "line_sum", "line_min", "line_max", "dot",
+    "TensorMap", "TensorMapType", "tma_load",
 ]
 
 if TYPE_CHECKING:

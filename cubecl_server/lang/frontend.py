@@ -130,6 +130,15 @@ def _divergence_error(d: Divergence, unit: _Unit) -> KernelSyntaxError:
     if isinstance(d.stmt, Marker):
         what = f"shared array `{d.stmt.what}` is declared"
         fix = "declare it at the top of the kernel"
+    elif isinstance(d.stmt, ir.TensorMapLoad):
+        what = "tma_load() is reached"
+        if d.cause is d.stmt:
+            return KernelSyntaxError("tma_load() takes coordinates that depend on the unit: "
+                                     "they must be the same for the whole cube (built from "
+                                     "constants, scalar parameters and CUBE_* builtins)",
+                                     file, line)
+        fix = ("it holds barriers, which every unit of a cube must reach: move it out of "
+               "the branch, or make the condition uniform")
     elif isinstance(d.stmt, UniformLoad):
         what = "workgroup_uniform_load() is reached"
         fix = ("it holds barriers, which every unit of a cube must reach: move it out of "
@@ -733,6 +742,8 @@ class _KernelBuilder:
             if node.args or node.keywords:
                 raise self.fail(node, "sync_plane() takes no arguments")
             return [ir.SyncPlane()]
+        if obj is lt.tma_load:
+            return [self.tma_load(node)]
         if isinstance(obj, lt.AtomicIntrinsic):
             return [self.atomic(obj, node, None)]
         if isinstance(obj, lt.CubeFn):
@@ -742,6 +753,30 @@ class _KernelBuilder:
             raise self.fail(node, f"{obj.name}() declares memory: assign it to a name, e.g. "
                                   f"`{_EXAMPLE_DECL[obj.name]}`")
         return None
+
+    def tma_load(self, node: ast.Call) -> ir.TensorMapLoad:
+        """``tma_load(m, tile, x, ...)``: a tensor-map parameter, a shared array of its
+        element type, and one ``i32`` coordinate per dimension."""
+        if node.keywords or len(node.args) < 3:
+            raise self.fail(node, "tma_load() takes a tensor map, a shared array and one "
+                                  "coordinate per dimension: tma_load(m, tile, x, y)")
+        first, second = node.args[0], node.args[1]
+        p = self.params.get(first.id) if isinstance(first, ast.Name) else None
+        if p is None or not p.tensor_map:
+            raise self.fail(first, f"the first argument of tma_load() must be a TensorMap "
+                                   f"parameter, not `{self.seg(first)}`")
+        sh = (self.shared_arrays.get(second.id) if isinstance(second, ast.Name)
+              and second.id not in self.locals else None)
+        if not isinstance(sh, ir.SharedArray):
+            raise self.fail(second, f"the second argument of tma_load() must be a shared "
+                                    f"array (`tile = shared({p.elem.value}, n)`), not "
+                                    f"`{self.seg(second)}`")
+        if sh.elem is not p.elem:
+            raise self.fail(second, f"tma_load() of `{p.name}` (TensorMap[{p.elem.value}]) "
+                                    f"into `{second.id}`, which holds {sh.elem.value}")
+        coords = tuple(self.coerce(self.expr(a), ir.Elem.I32, node, a,
+                                   "a tensor map coordinate") for a in node.args[2:])
+        return ir.TensorMapLoad(p.name, sh.name, coords)
 
     def atomic(self, fn: lt.AtomicIntrinsic, node: ast.Call, result: str | None
                ) -> ir.AtomicStmt:
@@ -1365,6 +1400,9 @@ class _KernelBuilder:
             if p.array:
                 raise self.fail(node, f"array `{name}` can only be indexed (`{name}[i]`) or "
                                       f"passed to len()")
+            if p.tensor_map:
+                raise self.fail(node, f"tensor map `{name}` can only be passed to "
+                                      "tma_load()")
             return ir.Var(name, p.elem)
         if name in self.comptime:
             return Weak(self.comptime[name])

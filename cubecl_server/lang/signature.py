@@ -14,7 +14,16 @@ from .. import ir
 from ..errors import KernelSyntaxError
 from .reads import MISSING
 from .source import KernelSource, closure_vars, code_location, load_source
-from .types import SCALAR_TYPES, ArrayType, ComptimeType, LineType, ScalarType, TypeRef, dtype
+from .types import (
+    SCALAR_TYPES,
+    ArrayType,
+    ComptimeType,
+    LineType,
+    ScalarType,
+    TensorMapType,
+    TypeRef,
+    dtype,
+)
 
 __all__ = ["KernelSignature", "kernel_signature", "ComptimeValue", "LINE_SIZE"]
 
@@ -334,6 +343,8 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
             params.append(ir.Param(p.name, ann.elem, True))
         elif isinstance(ann, ScalarType):
             params.append(ir.Param(p.name, ann.elem, False))
+        elif isinstance(ann, TensorMapType):
+            params.append(ir.Param(p.name, ann.elem, False, tensor_map=True))
         else:
             hints: dict[object, str] = {int: "i32", float: "f32", bool: "bool_"}
             hint = hints.get(ann) if isinstance(ann, type) else None

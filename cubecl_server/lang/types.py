@@ -29,6 +29,7 @@ __all__ = [
     "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot", "plane_shuffle_xor",
     "plane_shuffle", "plane_shuffle_up", "plane_shuffle_down", "plane_inclusive_prod",
     "plane_exclusive_prod", "plane_elect",
+    "TensorMap", "TensorMapType", "tma_load",
     "f16", "f32", "f64", "i32", "i64", "u32", "u64", "bool_",
     "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z",
     "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z",
@@ -173,6 +174,29 @@ class Array:
         if isinstance(item, LineType):
             return ArrayType(item.elem, item.var, line=True)
         return ArrayType(*_element(item, "Array"))
+
+
+@dataclass(frozen=True)
+class TensorMapType:
+    """The annotation ``TensorMap[T]``: a tensor-map parameter over a tensor of ``T``."""
+
+    elem: ir.Elem
+
+    def __repr__(self) -> str:
+        return f"TensorMap[{SCALAR_TYPES[self.elem].name}]"
+
+
+class TensorMap:
+    """Annotation for a tensor-map parameter: ``m: TensorMap[f32]`` is the description
+    of a tiled view of a global tensor of ``f32`` (launched with a
+    :class:`cubecl_server.tma.TensorMapArg`), read only by :data:`tma_load`. Needs a
+    device with the ``tma`` capability (CUDA on sm_90 and later)."""
+
+    def __class_getitem__(cls, item: object) -> TensorMapType:
+        if not isinstance(item, ScalarType) or item.elem is ir.Elem.BOOL:
+            raise TypeError(f"TensorMap[...] takes a numeric scalar type such as f32, not "
+                            f"{item!r}")
+        return TensorMapType(item.elem)
 
 
 class dtype:
@@ -423,6 +447,14 @@ workgroup_uniform_load = Intrinsic(
     "between two barriers, so it is one value for the whole cube and may decide "
     "control flow around a barrier; ``i`` must be uniform, and it must be reached by all "
     "units of a cube, as ``sync_cube()``.")
+
+tma_load = Intrinsic(
+    "tma_load", "Kernel function: ``tma_load(m, tile, x, y)`` copies the box of tensor map "
+    "``m`` whose first element is at ``(x, y)`` (innermost dimension first, one ``i32`` "
+    "per dimension of the map) into shared array ``tile`` through the tensor memory "
+    "accelerator, and waits for it: afterwards every unit of the cube sees the box in "
+    "``tile``. The map's box must hold as many elements as ``tile``. Must be reached by "
+    "all units of a cube, with the same coordinates, as ``sync_cube()``.")
 
 
 class AtomicIntrinsic(Intrinsic):

@@ -123,6 +123,9 @@ class _Pass:
                     if cur is not None or not self.uni(load.index):
                         self.found.append(Divergence(s, cur or s))
                         self.mark(name)
+                case ir.TensorMapLoad(coords=coords):
+                    if cur is not None or not all(self.uni(c) for c in coords):
+                        self.found.append(Divergence(s, cur or s))
                 case ir.If(cond=cond, then=then, orelse=orelse):
                     c = cur if cur is not None else (None if self.uni(cond) else s)
                     r1, b1 = self.block(then, c)

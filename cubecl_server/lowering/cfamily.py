@@ -110,7 +110,9 @@ class CDialect(Protocol):
     Methods get the emitter ``e`` to ask it for what they need: ``e.ctype``,
     ``e.literal``, ``e.cast``, ``e.helper`` and ``e.function`` (helper functions),
     ``e.need`` (features), ``e.builtin_ref``, ``e.metadata``, ``e.line``, ``e.fail``.
-    A dialect with state (what a launch must pass...) is made per kernel.
+    A dialect with state (what a launch must pass...) is made per kernel. One that
+    lowers tensor maps sets ``tensor_maps = True`` and has
+    ``tensor_map_load(e, s, coords)``; without it the emitter refuses them.
     """
 
     backend: str
@@ -428,8 +430,8 @@ class CEmitter(StructuredEmitter):
 
     def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode,
                  dialect: CDialect) -> None:
-        super().__init__(kernel, cube_dim, mode, dialect.backend)
         self.d = dialect
+        super().__init__(kernel, cube_dim, mode, dialect.backend)
         self.written = kernel.written_arrays
         self.builtins: set[ir.BuiltinName] = set()
         self.meta_used: dict[tuple[str, str, int], str] = {}
@@ -821,6 +823,14 @@ class CEmitter(StructuredEmitter):
     def stmt_sync_plane(self, s: ir.SyncPlane) -> None:
         """The dialect's plane barrier."""
         self.line(self.d.plane_barrier(self), ir.format_stmt(s))
+
+    def takes_tensor_maps(self) -> bool:
+        """Whether the dialect lowers tensor maps (its ``tensor_maps``)."""
+        return bool(getattr(self.d, "tensor_maps", False))
+
+    def stmt_tensor_map_load(self, s: ir.TensorMapLoad) -> None:
+        """The dialect's tensor-map load, with the coordinates' texts."""
+        self.d.tensor_map_load(self, s, [self.expr(c) for c in s.coords])  # type: ignore[attr-defined]
 
     def _barrier(self) -> str:
         if not self.d.barrier:

@@ -36,6 +36,7 @@ _STMTS: dict[type, str] = {
     ir.While: "stmt_while", ir.Break: "stmt_break", ir.Continue: "stmt_continue",
     ir.Return: "stmt_return", ir.Barrier: "stmt_barrier", ir.AtomicStmt: "stmt_atomic",
     ir.SyncPlane: "stmt_sync_plane",
+    ir.TensorMapLoad: "stmt_tensor_map_load",
 }
 _EXPRS: dict[type, str] = {
     ir.Const: "expr_const", ir.Var: "expr_var", ir.Builtin: "expr_builtin",
@@ -109,7 +110,8 @@ class StructuredEmitter:
         self.helpers: dict[str, str] = {}
         self.needs: set[str] = set()
         self.arrays = {p.name: p for p in kernel.params if p.array}
-        self.scalars = {p.name: p for p in kernel.params if not p.array}
+        self.scalars = {p.name: p for p in kernel.params if not p.array and not p.tensor_map}
+        self.tensor_maps = {p.name: p for p in kernel.params if p.tensor_map}
         self.locals = {loc.name: loc for loc in kernel.locals}
         self.shared = {sh.name: sh for sh in kernel.shared}
         self.local_arrays = {la.name: la for la in kernel.local_arrays}
@@ -118,6 +120,16 @@ class StructuredEmitter:
         self.stems = {d.name: self.unique(mangle(d.name))
                       for d in (*kernel.params, *kernel.locals, *kernel.shared,
                                 *kernel.local_arrays)}
+        if self.tensor_maps and not self.takes_tensor_maps():
+            p = next(iter(self.tensor_maps.values()))
+            self.fail(f"parameter {p.name!r} is a TensorMap[{p.elem.value}], and the "
+                      f"{backend} backend has no tensor memory accelerator: tensor maps need "
+                      "the `tma` capability (Capabilities.tma: CUDA on sm_90 and later)")
+
+    def takes_tensor_maps(self) -> bool:
+        """Whether this target lowers tensor-map parameters and their loads (a target
+        that does overrides this and ``stmt_tensor_map_load``)."""
+        return False
 
     # ------------------------------------------------------------ names
 

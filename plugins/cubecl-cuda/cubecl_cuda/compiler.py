@@ -92,7 +92,9 @@ class Param:
     """One parameter of the entry point, as the launch fills it.
 
     ``kind`` is ``"array"`` (a device pointer to array parameter ``index``),
-    ``"scalar"`` (scalar parameter ``index``), or ``"len"``, ``"buffer_len"``,
+    ``"scalar"`` (scalar parameter ``index``), ``"tensor_map"`` (the encoded
+    ``CUtensorMap`` of the tensor map that is scalar parameter ``index``: tensor maps
+    count among the scalars, in the kernel's order), or ``"len"``, ``"buffer_len"``,
     ``"rank"``, ``"shape"``, ``"stride"`` (a ``u32`` of array parameter ``index``, along
     ``dim`` for the last two: ``lowering.metadata_kind``). ``wire``
     is the NumPy dtype the launch sends the value as (``uint64`` for a pointer).
@@ -123,23 +125,30 @@ class KernelRepr:
 
 
 class CudaCompiler:
-    """The ``cuda`` backend's Compiler: IR -> CUDA C++ source for NVRTC."""
+    """The ``cuda`` backend's Compiler: IR -> CUDA C++ source for NVRTC; ``tma``: the
+    device has tensor maps (sm_90 and later), so kernels taking them are lowered."""
 
     extension = "cu"
+
+    def __init__(self, tma: bool = False) -> None:
+        self.tma = tma
 
     def compile(self, kernel: ir.Kernel, cube_dim: CubeDim,
                 mode: ExecutionMode) -> CompiledKernel:
         """Lower ``kernel`` (checked IR) for blocks of ``cube_dim`` threads in ``mode``.
 
-        Raise ``CompilationError`` for a cube dim larger than a CUDA block.
+        Raise ``CompilationError`` for a cube dim larger than a CUDA block, and for a
+        tensor map where the device has none.
         """
-        e = CEmitter(kernel, cube_dim, mode, CudaDialect())
+        e = CEmitter(kernel, cube_dim, mode, CudaDialect(self.tma))
         source = e.program()
         order = {name: i for i, name in enumerate(e.arrays)}
+        values = [p for p in kernel.params if not p.array]
         params = (
             [Param("array", i, "uint64") for i in range(len(e.arrays))]
-            + [Param("scalar", i, _SCALAR_WIRE.get(p.elem, ("", p.elem.numpy_name))[1])
-               for i, p in enumerate(e.scalars.values())]
+            + [Param("tensor_map", i, "tensor_map") if p.tensor_map else
+               Param("scalar", i, _SCALAR_WIRE.get(p.elem, ("", p.elem.numpy_name))[1])
+               for i, p in enumerate(values)]
             + [Param(kind, order[a], "uint32", dim) for kind, a, dim in e.meta_used])
         return CompiledKernel(name=kernel.name, entry_point=f"cubecl_{e.ident}", source=source,
                               extension=self.extension,
@@ -176,11 +185,42 @@ class CudaDialect(StandardC):
     unroll = "#pragma unroll"
     shared_space = "__shared__ "
 
+    def __init__(self, tma: bool = False) -> None:
+        self.tensor_maps = tma
+        """Whether tensor maps are lowered (the device has them)."""
+        self._tma_targets: frozenset[str] = frozenset()
+
     def prepare(self, e: CEmitter) -> None:
-        """Refuse a cube larger than a block."""
+        """Refuse a cube larger than a block; note the shared arrays tensor maps load
+        into, and declare what loading them needs."""
         if math.prod(e.dim) > MAX_CUBE_DIM:
             e.fail(f"cube dim {e.dim} has {math.prod(e.dim)} units; a CUDA block "
                    f"has at most {MAX_CUBE_DIM}")
+        self._tma_targets = frozenset(n.shared for n in ir.walk(e.kernel.body)
+                                      if isinstance(n, ir.TensorMapLoad))
+        if e.tensor_maps:
+            e.helper("cc_tensor_map", lambda: TENSOR_MAP_TYPE)
+        if self._tma_targets:
+            e.helper("cc_tma", lambda: TMA_HELPERS)
+
+    def shared_decl(self, e: CEmitter, sh: ir.SharedArray, name: str) -> str | None:
+        """``__shared__ T name[N];``, aligned to 1024 bytes where a tensor map loads
+        into it (what the widest swizzle needs)."""
+        align = "alignas(1024) " if sh.name in self._tma_targets else ""
+        return f"{self.shared_space}{align}{e.mtype(sh.elem)} {name}[{sh.size}];"
+
+    def tensor_map_load(self, e: CEmitter, s: ir.TensorMapLoad, coords: list[str]) -> None:
+        """A barrier, then the cube's first thread arms the mbarrier with the box's
+        bytes and issues ``cp.async.bulk.tensor``; every thread waits for the phase."""
+        sh = e.shared[s.shared]
+        nbytes = sh.size * (sh.elem.bits // 8)
+        first = "threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u"
+        e.helper(f"cc_tma_load_{len(coords)}d", lambda: _tma_load(e, len(coords)))
+        e.line("__syncthreads();", ir.format_stmt(s))
+        e.line(f"if ({first}) cc_tma_load_{len(coords)}d(&p_{e.stems[s.map]}, "
+               f"s_{e.stems[s.shared]}, &cc_tma_bar, {nbytes}u, {', '.join(coords)});")
+        e.line("cc_tma_wait(&cc_tma_bar, cc_tma_phase);")
+        e.line("cc_tma_phase ^= 1u;")
 
     def use_type(self, e: CEmitter, elem: Elem, what: str, memory: bool) -> None:
         """Every type has a name."""
@@ -307,17 +347,68 @@ class CudaDialect(StandardC):
     def signature(self, e: CEmitter) -> str:
         """The ``extern "C" __global__`` entry point; parameters as the module says."""
         params = [f"{e.mtype(p.elem)}* p_{e.stems[p.name]}" for p in e.arrays.values()]
-        for p in e.scalars.values():
+        for p in e.kernel.params:
             wire = _SCALAR_WIRE.get(p.elem)
-            params.append(f"{wire[0]} w_{e.stems[p.name]}" if wire
-                          else f"{e.ctype(p.elem)} p_{e.stems[p.name]}")
+            if p.array:
+                continue
+            if p.tensor_map:
+                params.append(f"const __grid_constant__ cc_tensor_map p_{e.stems[p.name]}")
+            else:
+                params.append(f"{wire[0]} w_{e.stems[p.name]}" if wire
+                              else f"{e.ctype(p.elem)} p_{e.stems[p.name]}")
         params += [f"unsigned int {text}" for text in e.meta_used.values()]
         return (f'extern "C" __global__ void __launch_bounds__({math.prod(e.dim)})\n'
                 f"cubecl_{e.ident}({', '.join(params)})")
 
     def prologue(self, e: CEmitter) -> None:
-        """The scalars that cross the launch as other types."""
+        """The scalars that cross the launch as other types; the mbarrier tensor-map
+        loads complete, initialised by the first thread before any load."""
         for p in e.scalars.values():
             if p.elem in _SCALAR_WIRE:
                 s = e.stems[p.name]
                 e.line(f"const {e.ctype(p.elem)} p_{s} = {_SCALAR_WIRE[p.elem][2].format(s)};")
+        if self._tma_targets:
+            e.line("__shared__ alignas(8) unsigned long long cc_tma_bar;",
+                   "completed by each tensor-map load")
+            e.line("unsigned int cc_tma_phase = 0u;")
+            e.line("if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) "
+                   "cc_tma_init(&cc_tma_bar);")
+            e.line("__syncthreads();")
+
+
+TENSOR_MAP_TYPE = """// CUtensorMap as cuda.h declares it: 128 opaque bytes, 64-byte aligned.
+struct alignas(64) cc_tensor_map { unsigned long long opaque[16]; };"""
+
+TMA_HELPERS = r"""static __device__ __forceinline__ unsigned int cc_smem(const void* p) {
+    return (unsigned int)__cvta_generic_to_shared(p);
+}
+static __device__ __forceinline__ void cc_tma_init(unsigned long long* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(cc_smem(bar)) : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+static __device__ __forceinline__ void cc_tma_wait(unsigned long long* bar, unsigned int phase) {
+    unsigned int done = 0u;
+    while (!done) {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;"
+                     " selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(cc_smem(bar)), "r"(phase) : "memory");
+    }
+}"""
+
+
+def _tma_load(e: CEmitter, rank: int) -> str:
+    """``cc_tma_load_<rank>d``: arm the mbarrier with ``bytes`` and issue the bulk
+    tensor copy of the box at the coordinates into ``dst`` (the async proxy's writes
+    ordered after the generic proxy's with a fence)."""
+    coords = ", ".join(f"%{3 + k}" for k in range(rank))
+    operands = ", ".join(f'"r"(c{k})' for k in range(rank))
+    return e.function("void", f"cc_tma_load_{rank}d", [
+        ("const cc_tensor_map*", "map"), ("void*", "dst"), ("unsigned long long*", "bar"),
+        ("unsigned int", "bytes"), *((("int", f"c{k}")) for k in range(rank))], [
+        "const unsigned int b = cc_smem(bar);",
+        'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");',
+        'asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"',
+        '             :: "r"(b), "r"(bytes) : "memory");',
+        f'asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile'
+        f'.mbarrier::complete_tx::bytes [%0], [%1, {{{coords}}}], [%2];"',
+        f'             :: "r"(cc_smem(dst)), "l"(map), "r"(b), {operands} : "memory");'])

@@ -42,7 +42,7 @@ def _compiler(capabilities: Capabilities) -> CudaCompiler:
     """IR to CUDA C++."""
     from cubecl_cuda.compiler import CudaCompiler
 
-    return CudaCompiler()
+    return CudaCompiler(tma=capabilities.tma)
 
 
 def _artifact_compiler(compiler: Compiler, server: ComputeServer) -> CudaArtifactCompiler:

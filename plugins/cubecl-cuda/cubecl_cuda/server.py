@@ -15,10 +15,11 @@ from cubecl_cuda.artifact import LoadedCudaKernel
 from cubecl_cuda.capabilities import capabilities
 from cubecl_cuda.driver import MODULE_REJECTED, CudaError, cuda_error, status_name
 from cubecl_cuda.storage import CudaStorage
-from cubecl_cuda.tma import arch_has_tma
+from cubecl_cuda.tma import arch_has_tma, encode_tiled, tensor_map_value
 from cubecl_server.backend import (
     ArtifactRejected,
     Binding,
+    BoundTensorMap,
     CubeCount,
     CubeDim,
     DeviceEvent,
@@ -151,6 +152,8 @@ class CudaServer:
                 args.append(np.uint64(self._address(arrays[p.index])))
             elif p.kind == "scalar":
                 args.append(_wire(scalars[p.index], p.wire))
+            elif p.kind == "tensor_map":
+                args.append(self._tensor_map(scalars[p.index]))
             elif p.kind == "buffer_len":
                 args.append(np.uint32(_elements(arrays[p.index])))
             elif p.kind == "len":
@@ -174,6 +177,13 @@ class CudaServer:
                     events.append((before, after))
             except CudaError as e:
                 raise cuda_error(f"cuLaunchKernel({kernel.name})", e) from e
+
+    def _tensor_map(self, bound: BoundTensorMap) -> np.void:
+        """The launch argument of a tensor map: its ``CUtensorMap``, encoded by the
+        driver over the binding's device address, as a 128-byte value."""
+        with self._device:
+            raw = encode_tiled(bound.map, self._address(bound.binding))
+        return tensor_map_value(raw)
 
     def sync(self) -> None:
         """Wait for the stream; a kernel's asynchronous fault surfaces here."""

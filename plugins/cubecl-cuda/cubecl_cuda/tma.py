@@ -3,10 +3,12 @@ encoding a :class:`~cubecl_server.backend.TensorMap` into the 128-byte ``CUtenso
 the driver builds (``cuTensorMapEncodeTiled``).
 
 A kernel takes the encoded map as a ``const __grid_constant__ CUtensorMap`` parameter,
-passed by value like any other argument. The core's language has no tensor-map
-parameter yet, so :data:`COPY_TILE_SOURCE` is a hand-written kernel of that shape:
-compiling it through NVRTC (``compile_tensor_map_kernel``) checks the parameter type
-and the ``cp.async.bulk.tensor`` instruction for an architecture without a GPU.
+passed by value like any other argument (:func:`tensor_map_value`: the 128 bytes as
+one NumPy structured value, which CuPy passes by value). The kernel language's
+``TensorMap[T]`` parameters and ``tma_load`` are lowered by the compiler
+(:mod:`cubecl_cuda.compiler`); :data:`COPY_TILE_SOURCE` is a hand-written kernel of
+the same shape, compiled through NVRTC (``compile_tensor_map_kernel``) to check the
+parameter type and the ``cp.async.bulk.tensor`` instruction without a GPU.
 """
 
 from __future__ import annotations
@@ -14,11 +16,19 @@ from __future__ import annotations
 import ctypes
 from functools import cache
 
+import numpy as np
+
 from cubecl_cuda import nvrtc
-from cubecl_server.backend import BackendUnavailable, DriverError, TensorMap, TmaFill
+from cubecl_server.backend import (
+    TENSOR_MAP_BYTES,
+    BackendUnavailable,
+    DriverError,
+    TensorMap,
+    TmaFill,
+)
 
 __all__ = ["COPY_TILE_SOURCE", "TMA_MIN_ARCH", "arch_has_tma", "compile_tensor_map_kernel",
-           "encode_tiled"]
+           "encode_tiled", "tensor_map_value"]
 
 TMA_MIN_ARCH = 90
 """The first architecture with the tensor memory accelerator (Hopper, sm_90)."""
@@ -111,3 +121,13 @@ def encode_tiled(tmap: TensorMap, address: int) -> bytes:
     if status != 0:
         raise DriverError("cuda", "cuTensorMapEncodeTiled", status, "CUresult")
     return bytes(out)
+
+
+_MAP_VALUE = np.dtype([("opaque", "<u8", (16,))], align=True)
+
+
+def tensor_map_value(raw: bytes) -> np.void:
+    """The 128 bytes of an encoded map as the launch argument CuPy passes by value."""
+    if len(raw) != TENSOR_MAP_BYTES:
+        raise ValueError(f"an encoded tensor map is {TENSOR_MAP_BYTES} bytes, not {len(raw)}")
+    return np.frombuffer(raw, dtype=_MAP_VALUE)[0]
