@@ -46,9 +46,10 @@ def elems_used(kernel: ir.Kernel) -> frozenset[ir.Elem]:
 
 def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> None:
     """Raise ``LaunchError`` when the device cannot run ``kernel`` in cubes of
-    ``cube_dim``: more units per cube, or more shared memory, than it has, a 64-bit
-    integer type on a device without them (or an 8- or 16-bit one), a line size it lacks, a tensor map on a
-    device without the ``tma`` capability, or a barrier on a device without barriers."""
+    ``cube_dim``: more units per cube, or more shared memory, than it has, a 64-, 8- or
+    16-bit integer type on a device without that width, a line size it lacks, a tensor
+    map on a device without the ``tma`` capability, or a barrier on a device without
+    barriers."""
     if cube_dim.total > caps.max_cube_dim:
         raise LaunchError(
             f"kernel {kernel.name!r}: a cube of {cube_dim.x}x{cube_dim.y}x{cube_dim.z} = "
