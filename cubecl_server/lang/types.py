@@ -150,7 +150,11 @@ class Line:
     ``Line["T"]`` has the element type of the comptime dtype parameter ``T``."""
 
     def __class_getitem__(cls, item: object) -> LineType:
-        return LineType(*_element(item, "Line"))
+        line = LineType(*_element(item, "Line"))
+        if line.elem is not None and line.elem.is_narrow:
+            raise TypeError(f"Line[{line.elem.value}]: lines of 8- and 16-bit integers are "
+                            "not built; use Line[i32] or Line[u32]")
+        return line
 
 
 @dataclass(frozen=True)
