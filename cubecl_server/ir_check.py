@@ -54,8 +54,6 @@ _INTEGERS: _Takes = ("integers", lambda t: t.is_int)
 _FLOATS: _Takes = ("floats", lambda t: t.is_float)
 # The bit functions and plane operations are not defined on 8- and 16-bit integers.
 _WIDE_INTEGERS: _Takes = ("i32, u32, i64 or u64", lambda t: t.is_int and not t.is_narrow)
-_WIDE_NUMBERS: _Takes = ("floats, i32, u32, i64 or u64",
-                         lambda t: t.is_float or (t.is_int and not t.is_narrow))
 _BOOLS: _Takes = ("bools", lambda t: t is E.BOOL)
 _ANY: _Takes = ("numbers or bools", lambda t: True)
 _BINARY_OPERANDS = {
@@ -328,7 +326,10 @@ class _Checker:
         if s.var not in self.locals:
             raise _Violation(f"the loop variable {s.var!r} is not a declared local", s)
         t = self.locals[s.var]
-        if not _is_int(t) or t.is_narrow:
+        if not _is_int(t):
+            raise _Violation(f"the loop variable {s.var!r} is {t.value}, not an integer type",
+                             s)
+        if t.is_narrow:
             raise _Violation(f"the loop variable {s.var!r} is {t.value}, not i32, u32, i64 or "
                              "u64", s)
         for what, bound in (("start", s.start), ("stop", s.stop)):
@@ -566,7 +567,7 @@ class _Checker:
             if not _is_int(e.lane.type):
                 raise _Violation(f"the lane is {e.lane.type.value}, not an integer type", e)
         else:
-            takes = _BOOLS if e.fn in _BOOL_PLANE_FNS else _WIDE_NUMBERS
+            takes = _BOOLS if e.fn in _BOOL_PLANE_FNS else _NUMBERS
             self.operand(name, takes, e.value.type, e)
             if e.lane is not None:
                 raise _Violation(f"{name} takes no lane (broadcast and the shuffles alone "

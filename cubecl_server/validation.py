@@ -62,7 +62,8 @@ def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> No
                 f"kernel {kernel.name!r} uses {' and '.join(wide)}, and the device has no "
                 "64-bit integers (Capabilities.int64 is False); use i32/u32")
     for bits, present in ((8, caps.int8), (16, caps.int16)):
-        narrow = sorted(e.value for e in elems_used(kernel) if e.is_narrow and e.bits == bits)
+        narrow = sorted(e.value for e in map(ir.elem_of, elems_used(kernel))
+                        if e.is_narrow and e.bits == bits)
         if narrow and not present:
             raise LaunchError(
                 f"kernel {kernel.name!r} uses {' and '.join(narrow)}, and the device has no "

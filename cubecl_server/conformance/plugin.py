@@ -167,7 +167,7 @@ def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
     needs += [e.value for e in (_ir.Elem.F64, _ir.Elem.F16) if e in elems]
     if elems & {_ir.Elem.I64, _ir.Elem.U64}:
         needs.append("int64")
-    needs += sorted({f"int{e.bits}" for e in elems if e.is_narrow})
+    needs += sorted({f"int{e.bits}" for e in map(_ir.elem_of, elems) if e.is_narrow})
     if kernel.shared:
         needs.append(f"shared_memory:{shared_memory_bytes(kernel)}")
     needs += sorted({f"line:{p.line}" for p in kernel.params if p.line > 1})
