@@ -51,7 +51,10 @@ class Capabilities:
     the backend can dispatch, folding included); the default is the smallest that
     Vulkan, CUDA and WebGPU all guarantee. ``int64`` says whether kernels may use
     64-bit integers (``i64``, ``u64``) at all; core WGSL and many mobile GPUs have
-    none. Atomics on them need ``int64`` and an entry in ``atomics``. ``barrier`` says
+    none. Atomics on them need ``int64`` and an entry in ``atomics``. ``int8`` and
+    ``int16`` say whether kernels may use 8-bit (``i8``, ``u8``) and 16-bit (``i16``,
+    ``u16``) integers, in buffers and in arithmetic; they default to False, so a
+    backend that knows nothing of them is never handed one. ``barrier`` says
     whether the units of a cube can meet at ``sync_cube()`` (an IR ``Barrier``); a
     device without it runs no kernel that synchronises its cube, and the conformance
     suite skips those tests, naming the capability. ``line_sizes`` lists the line
@@ -72,6 +75,8 @@ class Capabilities:
     device_present: bool = True
     max_cube_count: tuple[int, int, int] = (65535, 65535, 65535)
     int64: bool = True
+    int8: bool = False
+    int16: bool = False
     barrier: bool = True
     line_sizes: tuple[int, ...] = (1,)
     tma: bool = False  # tensor maps as launch arguments (cubecl_server.tma): CUDA sm_90+

@@ -55,6 +55,10 @@ class Elem(enum.Enum):
     U32 = "u32"
     U64 = "u64"
     BOOL = "bool"
+    I8 = "i8"
+    I16 = "i16"
+    U8 = "u8"
+    U16 = "u16"
 
     @property
     def is_float(self) -> bool:
@@ -64,18 +68,26 @@ class Elem(enum.Enum):
     @property
     def is_int(self) -> bool:
         """Whether this is an integer type (signed or unsigned, not bool)."""
-        return self in (Elem.I32, Elem.I64, Elem.U32, Elem.U64)
+        return self in (Elem.I32, Elem.I64, Elem.U32, Elem.U64, Elem.I8, Elem.I16, Elem.U8,
+                        Elem.U16)
+
+    @property
+    def is_narrow(self) -> bool:
+        """Whether this is an 8- or 16-bit integer type (i8, i16, u8, u16): a type C
+        promotes to ``int`` before arithmetic, so a backend brings results back to it."""
+        return self in (Elem.I8, Elem.I16, Elem.U8, Elem.U16)
 
     @property
     def is_signed(self) -> bool:
         """Whether this is a signed integer type."""
-        return self in (Elem.I32, Elem.I64)
+        return self in (Elem.I32, Elem.I64, Elem.I8, Elem.I16)
 
     @property
     def bits(self) -> int:
         """Width in bits (bool counts as 8: one byte in a buffer)."""
         return {"f16": 16, "f32": 32, "f64": 64, "i32": 32, "i64": 64,
-                "u32": 32, "u64": 64, "bool": 8}[self.value]
+                "u32": 32, "u64": 64, "bool": 8, "i8": 8, "i16": 16, "u8": 8,
+                "u16": 16}[self.value]
 
     @property
     def numpy_name(self) -> str:

@@ -52,6 +52,8 @@ element type (a line's operators act on each element)."""
 _NUMBERS: _Takes = ("numbers", lambda t: t.is_int or t.is_float)
 _INTEGERS: _Takes = ("integers", lambda t: t.is_int)
 _FLOATS: _Takes = ("floats", lambda t: t.is_float)
+# The bit functions and plane operations are not defined on 8- and 16-bit integers.
+_WIDE_INTEGERS: _Takes = ("i32, u32, i64 or u64", lambda t: t.is_int and not t.is_narrow)
 _BOOLS: _Takes = ("bools", lambda t: t is E.BOOL)
 _ANY: _Takes = ("numbers or bools", lambda t: True)
 _BINARY_OPERANDS = {
@@ -120,6 +122,8 @@ def _type_problem(t: object) -> str | None:
         return f"{t!r} is not a type"
     if not isinstance(t.elem, ir.Elem):
         return f"the line's element {t.elem!r} is not an Elem"
+    if t.elem.is_narrow:
+        return f"a line's element is not an 8- or 16-bit integer ({t.elem.value})"
     if isinstance(t.size, bool) or t.size not in ir.LINE_SIZES:
         return f"a line's size is one of {', '.join(map(str, ir.LINE_SIZES))}, not {t.size!r}"
     return None
@@ -304,6 +308,9 @@ class _Checker:
         self.expr(index)
         if not _is_int(index.type):
             raise _Violation(f"the index is {index.type.value}, not an integer type", node)
+        if index.type.is_narrow:
+            raise _Violation(f"the index is {index.type.value}: an index is i32, u32, i64 or "
+                             "u64", node)
 
     def memory(self, array: str, node: object) -> ir.Type:
         """What one element of the array parameter, shared or local array ``array`` is
@@ -322,6 +329,9 @@ class _Checker:
         if not _is_int(t):
             raise _Violation(f"the loop variable {s.var!r} is {t.value}, not an integer type",
                              s)
+        if t.is_narrow:
+            raise _Violation(f"the loop variable {s.var!r} is {t.value}, not i32, u32, i64 or "
+                             "u64", s)
         for what, bound in (("start", s.start), ("stop", s.stop)):
             self.expr(bound)
             if bound.type is not t:
@@ -413,7 +423,7 @@ class _Checker:
                 if not isinstance(x.type, ir.Elem) or not isinstance(t, ir.Elem):
                     raise _Violation("a bit cast is between element types, not lines", e)
                 if (x.type is E.BOOL or t is E.BOOL or x.type is E.F16 or t is E.F16
-                        or x.type.bits != t.bits):
+                        or x.type.is_narrow or t.is_narrow or x.type.bits != t.bits):
                     raise _Violation(f"a bit cast is between numeric types of one width "
                                      f"(32 or 64 bits), not {x.type.value} to {t.value}", e)
             case ir.Select(cond=cond, a=a, b=b):
@@ -531,7 +541,8 @@ class _Checker:
         elif any(a.type is not t for a in e.args):
             types = ", ".join(a.type.value for a in e.args)
             raise _Violation(f"the arguments of {e.fn.value} are {types}, not one type", e)
-        takes = _FLOATS if e.fn in _FLOAT_FNS else _INTEGERS if e.fn in _INT_FNS else _NUMBERS
+        takes = _FLOATS if e.fn in _FLOAT_FNS else _WIDE_INTEGERS if e.fn in _INT_FNS \
+            else _NUMBERS
         self.operand(e.fn.value, takes, t, e)
         if e.fn in (ir.MathFn.ISNAN, ir.MathFn.ISINF):
             self.typed(e, _like(t, E.BOOL), f"{e.fn.value} gives bool")
@@ -547,6 +558,8 @@ class _Checker:
         name = f"plane_{e.fn.value}"
         if not isinstance(e.value.type, ir.Elem):
             raise _Violation(f"{name} takes an element, not {e.value.type.value}", e)
+        if e.value.type.is_narrow:
+            raise _Violation(f"{name} takes no 8- or 16-bit integer ({e.value.type.value})", e)
         if e.fn in _LANE_PLANE_FNS:
             if e.lane is None:
                 raise _Violation(f"{name} needs a lane", e)

@@ -46,9 +46,10 @@ def elems_used(kernel: ir.Kernel) -> frozenset[ir.Elem]:
 
 def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> None:
     """Raise ``LaunchError`` when the device cannot run ``kernel`` in cubes of
-    ``cube_dim``: more units per cube, or more shared memory, than it has, a 64-bit
-    integer type on a device without them, a line size it lacks, a tensor map on a
-    device without the ``tma`` capability, or a barrier on a device without barriers."""
+    ``cube_dim``: more units per cube, or more shared memory, than it has, a 64-, 8- or
+    16-bit integer type on a device without that width, a line size it lacks, a tensor
+    map on a device without the ``tma`` capability, or a barrier on a device without
+    barriers."""
     if cube_dim.total > caps.max_cube_dim:
         raise LaunchError(
             f"kernel {kernel.name!r}: a cube of {cube_dim.x}x{cube_dim.y}x{cube_dim.z} = "
@@ -60,6 +61,13 @@ def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> No
             raise LaunchError(
                 f"kernel {kernel.name!r} uses {' and '.join(wide)}, and the device has no "
                 "64-bit integers (Capabilities.int64 is False); use i32/u32")
+    for bits, present in ((8, caps.int8), (16, caps.int16)):
+        narrow = sorted(e.value for e in map(ir.elem_of, elems_used(kernel))
+                        if e.is_narrow and e.bits == bits)
+        if narrow and not present:
+            raise LaunchError(
+                f"kernel {kernel.name!r} uses {' and '.join(narrow)}, and the device has no "
+                f"{bits}-bit integers (Capabilities.int{bits} is False); use i32/u32")
     lines = [p for p in kernel.params if p.line not in caps.line_sizes]
     if lines:
         raise LaunchError(

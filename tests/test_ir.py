@@ -372,10 +372,14 @@ def test_written_arrays_and_param_lookup() -> None:
 
 def test_elem_properties() -> None:
     assert [e for e in E if e.is_float] == [E.F16, E.F32, E.F64]
-    assert [e for e in E if e.is_int] == [E.I32, E.I64, E.U32, E.U64]
-    assert [e for e in E if e.is_signed] == [E.I32, E.I64]
+    assert [e for e in E if e.is_int] == [E.I32, E.I64, E.U32, E.U64, E.I8, E.I16, E.U8,
+                                          E.U16]
+    assert [e for e in E if e.is_signed] == [E.I32, E.I64, E.I8, E.I16]
+    assert [e for e in E if e.is_narrow] == [E.I8, E.I16, E.U8, E.U16]
     assert E.BOOL.bits == 8 and E.F16.bits == 16 and E.U64.bits == 64
+    assert E.I8.bits == 8 and E.U16.bits == 16
     assert E.U32.numpy_name == "uint32" and E.BOOL.numpy_name == "bool"
+    assert E.I8.numpy_name == "int8" and E.U16.numpy_name == "uint16"
     assert OP.LT.is_comparison and not OP.AND.is_comparison
 
 

@@ -187,10 +187,11 @@ def _opencl() -> Compiler:
 def _vulkan() -> Compiler:
     vk = pytest.importorskip("cubecl_vulkan.compiler")
     # A device with room for every cube dim of the kernel set (16 x 16 among them) and
-    # what its f64, 64-bit, bool and plane kernels use.
+    # what its f64, 64-bit, bool, 16-bit and plane kernels use.
     return vk.VulkanCompiler(vk.ShaderFeatures(  # type: ignore[no-any-return]
         max_invocations=1024, max_workgroup_size=(1024, 1024, 64), float64=True,
-        int64=True, int64_atomics=True, bool_storage=True, subgroups=True, subgroup_size=8))
+        int64=True, int64_atomics=True, bool_storage=True, int16=True, subgroups=True,
+        subgroup_size=8))
 
 
 def _cuda() -> Compiler:

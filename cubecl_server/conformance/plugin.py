@@ -114,7 +114,7 @@ def subject(config: pytest.Config) -> Subject | None:
 def missing_capability(caps: Capabilities, need: str) -> str | None:
     """Why ``caps`` do not satisfy the capability ``need``, or None if they do.
 
-    Names: ``f64``, ``f16``, ``int64``, ``atomics:<elem>`` (``atomics:i32``),
+    Names: ``f64``, ``f16``, ``int64``, ``int8``, ``int16``, ``atomics:<elem>`` (``atomics:i32``),
     ``shared_memory:<bytes>``, ``cube_dim:<units>``, ``plane``, ``barrier``, ``device``,
     ``line:<size>`` (``line:4``).
     """
@@ -127,6 +127,10 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
         return None if caps.f16 else "f16"
     if kind == "int64":
         return None if caps.int64 else "64-bit integers (int64)"
+    if kind == "int8":
+        return None if caps.int8 else "8-bit integers (int8)"
+    if kind == "int16":
+        return None if caps.int16 else "16-bit integers (int16)"
     if kind == "atomics":
         return None if Elem(arg) in caps.atomics else f"atomics on {arg}"
     if kind == "shared_memory":
@@ -163,6 +167,7 @@ def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
     needs += [e.value for e in (_ir.Elem.F64, _ir.Elem.F16) if e in elems]
     if elems & {_ir.Elem.I64, _ir.Elem.U64}:
         needs.append("int64")
+    needs += sorted({f"int{e.bits}" for e in map(_ir.elem_of, elems) if e.is_narrow})
     if kernel.shared:
         needs.append(f"shared_memory:{shared_memory_bytes(kernel)}")
     needs += sorted({f"line:{p.line}" for p in kernel.params if p.line > 1})
@@ -240,7 +245,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers; when a backend is named, add the suite to the run."""
     config.addinivalue_line("markers", "requires(*capabilities): the test needs these "
-                            "backend capabilities (f64, f16, int64, atomics:i32, "
+                            "backend capabilities (f64, f16, int64, int8, int16, atomics:i32, "
                             "shared_memory:N, cube_dim:N, plane, barrier, device, line:N); "
                             "skipped, "
                             "naming them, otherwise")
@@ -311,6 +316,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         + (f", driver {c.device.driver_version}" if c.device.driver_version else "")
         + f"), variant {c.loader.artifact_compiler.variant}",
         f"cubecl capabilities: f64={caps.f64} f16={caps.f16} int64={caps.int64} "
+        f"int8={caps.int8} int16={caps.int16} "
         f"atomics={atomics} "
         f"shared_memory={caps.shared_memory_bytes}B max_cube_dim={caps.max_cube_dim} "
         f"plane_size={caps.plane_size} barrier={caps.barrier} "

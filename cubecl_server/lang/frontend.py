@@ -1305,6 +1305,10 @@ class _KernelBuilder:
         if not elem.is_int:
             raise self.fail(it, f"range() counts with integers, but `{name}` is "
                                 f"{elem.value}{self.describe_vars(it)}")
+        if elem.is_narrow:
+            raise self.fail(it, f"range() counts with i32, u32, i64 or u64, but `{name}` "
+                                f"would be {elem.value}{self.describe_vars(it)}; cast the "
+                                f"bounds, e.g. u32({self.seg(stop_node)})")
         for v, bnode in bounds:
             if not isinstance(v, Weak) and v.type is not elem:
                 why = (f"; `{name}` is already {elem.value}{self.weak_origin(var)}"
@@ -1466,6 +1470,8 @@ class _KernelBuilder:
             raise self.fail(node, f"an index must be an integer, got {v.type.value} in "
                                   f"`{self.seg(node)}`{self.describe_vars(node)}; cast it, "
                                   f"e.g. u32({self.seg(node)})")
+        if v.type.is_narrow:  # indexed as C would, after promotion (the IR indexes wide)
+            return ir.Cast(v, ir.Elem.I32 if v.type.is_signed else ir.Elem.U32)
         return v
 
     def multi_index(self, node: ast.Tuple, array: str) -> ir.Expr:
@@ -1960,7 +1966,7 @@ class _KernelBuilder:
                                   "bitcast(x, u32)")
         x_node, t_node = node.args
         t = self.static_type(t_node)
-        if t is None or t.elem in (ir.Elem.BOOL, ir.Elem.F16):
+        if t is None or t.elem in (ir.Elem.BOOL, ir.Elem.F16) or t.elem.is_narrow:
             raise self.fail(t_node, f"the second argument of bitcast() must be one of f32, "
                                     f"i32, u32, f64, i64, u64, not `{self.seg(t_node)}`")
         v = self.expr(x_node)
@@ -1981,6 +1987,10 @@ class _KernelBuilder:
         if isinstance(v.type, ir.Line):
             raise self.fail(node, f"bitcast() takes a scalar, not a {v.type.value}: cast "
                                   "the line's elements one at a time")
+        if v.type.is_narrow:
+            raise self.fail(node, f"bitcast() takes f32, i32, u32, f64, i64 or u64, not "
+                                  f"{v.type.value} `{self.seg(x_node)}`; for the bits of a "
+                                  f"narrow integer, cast it: {t.name}(...) wraps")
         if v.type in (ir.Elem.BOOL, ir.Elem.F16) or v.type.bits != t.elem.bits:
             raise self.fail(node, f"bitcast() keeps the width: `{self.seg(x_node)}` is "
                                   f"{v.type.value} ({v.type.bits} bits) and {t.name} has "
@@ -2120,6 +2130,10 @@ class _KernelBuilder:
         if not takes_bool and not with_lane and x.type is ir.Elem.BOOL:
             raise self.fail(node, f"{fn.name}() needs a number, got bool in "
                                   f"`{self.seg(node)}`")
+        if x.type.is_narrow:
+            raise self.fail(node, f"{fn.name}() takes no 8- or 16-bit integer, got "
+                                  f"{x.type.value} in `{self.seg(node)}`; cast it, e.g. "
+                                  f"{fn.name}(i32({self.seg(node.args[0])}))")
         lane: ir.Expr | None = None
         if with_lane:
             lv = self.expr(node.args[1])
@@ -2375,6 +2389,10 @@ class _KernelBuilder:
         if integral and not elem.is_int:
             raise self.fail(node, f"{fn.name}() needs integers, got {elem.value} in "
                                   f"`{self.seg(node)}`{self.describe_vars(*node.args)}")
+        if integral and elem.is_narrow:
+            raise self.fail(node, f"{fn.name}() takes i32, u32, i64 or u64, not {elem.value}, "
+                                  f"in `{self.seg(node)}`{self.describe_vars(*node.args)}; "
+                                  f"cast it, e.g. {fn.name}(u32({self.seg(node.args[0])}))")
         if not numeric and not integral and not elem.is_float:
             raise self.fail(node, f"{fn.name}() needs floats, got {elem.value} in "
                                   f"`{self.seg(node)}`{self.describe_vars(*node.args)}; cast "

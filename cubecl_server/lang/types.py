@@ -30,7 +30,7 @@ __all__ = [
     "plane_shuffle", "plane_shuffle_up", "plane_shuffle_down", "plane_inclusive_prod",
     "plane_exclusive_prod", "plane_elect",
     "TensorMap", "TensorMapType", "tma_load",
-    "f16", "f32", "f64", "i32", "i64", "u32", "u64", "bool_",
+    "f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool_",
     "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z",
     "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z",
     "CUBE_POS", "CUBE_POS_X", "CUBE_POS_Y", "CUBE_POS_Z",
@@ -80,14 +80,19 @@ class ScalarType:
 f16 = ScalarType("f16", ir.Elem.F16, "Scalar type: 16-bit IEEE float (half).")
 f32 = ScalarType("f32", ir.Elem.F32, "Scalar type: 32-bit IEEE float.")
 f64 = ScalarType("f64", ir.Elem.F64, "Scalar type: 64-bit IEEE float.")
+i8 = ScalarType("i8", ir.Elem.I8, "Scalar type: 8-bit signed integer (wraps as i32 does).")
+i16 = ScalarType("i16", ir.Elem.I16, "Scalar type: 16-bit signed integer (wraps as i32 does).")
 i32 = ScalarType("i32", ir.Elem.I32, "Scalar type: 32-bit signed integer.")
 i64 = ScalarType("i64", ir.Elem.I64, "Scalar type: 64-bit signed integer.")
+u8 = ScalarType("u8", ir.Elem.U8, "Scalar type: 8-bit unsigned integer (wraps as u32 does).")
+u16 = ScalarType("u16", ir.Elem.U16,
+                 "Scalar type: 16-bit unsigned integer (wraps as u32 does).")
 u32 = ScalarType("u32", ir.Elem.U32, "Scalar type: 32-bit unsigned integer.")
 u64 = ScalarType("u64", ir.Elem.U64, "Scalar type: 64-bit unsigned integer.")
 bool_ = ScalarType("bool_", ir.Elem.BOOL, "Scalar type: boolean (one byte in a buffer).")
 
 SCALAR_TYPES: dict[ir.Elem, ScalarType] = {
-    t.elem: t for t in (f16, f32, f64, i32, i64, u32, u64, bool_)
+    t.elem: t for t in (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_)
 }
 """The scalar type object of each element type (for hints in error messages)."""
 
@@ -145,7 +150,11 @@ class Line:
     ``Line["T"]`` has the element type of the comptime dtype parameter ``T``."""
 
     def __class_getitem__(cls, item: object) -> LineType:
-        return LineType(*_element(item, "Line"))
+        line = LineType(*_element(item, "Line"))
+        if line.elem is not None and line.elem.is_narrow:
+            raise TypeError(f"Line[{line.elem.value}]: lines of 8- and 16-bit integers are "
+                            "not built; use Line[i32] or Line[u32]")
+        return line
 
 
 @dataclass(frozen=True)

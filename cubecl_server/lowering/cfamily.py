@@ -46,7 +46,8 @@ __all__ = ["ArrayRef", "CDialect", "CEmitter", "StandardC", "UNSIGNED"]
 Elem = ir.Elem
 B = ir.BuiltinName
 
-UNSIGNED = {Elem.I32: Elem.U32, Elem.U32: Elem.U32, Elem.I64: Elem.U64, Elem.U64: Elem.U64}
+UNSIGNED = {Elem.I32: Elem.U32, Elem.U32: Elem.U32, Elem.I64: Elem.U64, Elem.U64: Elem.U64,
+            Elem.I8: Elem.U8, Elem.U8: Elem.U8, Elem.I16: Elem.U16, Elem.U16: Elem.U16}
 """The unsigned integer type of each integer type's width."""
 
 _BITWISE = (ir.BinOp.BITAND, ir.BinOp.BITOR, ir.BinOp.BITXOR)
@@ -249,7 +250,8 @@ class StandardC:
     backend = "c"
     types: Mapping[Elem, str] = {
         Elem.F32: "float", Elem.F64: "double", Elem.I32: "int32_t", Elem.I64: "int64_t",
-        Elem.U32: "uint32_t", Elem.U64: "uint64_t", Elem.BOOL: "bool"}
+        Elem.U32: "uint32_t", Elem.U64: "uint64_t", Elem.BOOL: "bool", Elem.I8: "int8_t",
+        Elem.U8: "uint8_t", Elem.I16: "int16_t", Elem.U16: "uint16_t"}
     bool_memory = "uint8_t"
     int_suffixes: Mapping[Elem, str] = {Elem.I32: "", Elem.I64: "LL", Elem.U32: "u",
                                         Elem.U64: "uLL"}
@@ -571,10 +573,14 @@ class CEmitter(StructuredEmitter):
             return "true" if value else "false"
         if elem.is_float:
             return self.d.float_literal(float(value), elem)
-        bits, suffix = elem.bits, self.d.int_suffixes[elem]
+        bits = elem.bits
         v = int(value) & ((1 << bits) - 1)
         if elem.is_signed and v >= 1 << (bits - 1):
             v -= 1 << bits
+        if elem.is_narrow:
+            # No suffix makes a literal this narrow: an int literal converted to it.
+            return f"(({self.ctype(elem)}){v})"
+        suffix = self.d.int_suffixes[elem]
         if v == -(1 << (bits - 1)):
             # No literal is the most negative value: -2147483648 is -(2147483648).
             return f"(-{-v - 1}{suffix} - 1{suffix})"
@@ -645,6 +651,11 @@ class CEmitter(StructuredEmitter):
     def wrap(self, sym: str, a: str, b: str, t: Elem) -> str:
         """``a sym b`` modulo 2^bits: on a signed type through its unsigned one (unless
         the dialect's signed arithmetic wraps), since C's overflows."""
+        if t.is_narrow:
+            # C computes on int, which a product of two 16-bit values overflows: compute
+            # on uint32, then convert back to the type (modulo 2^bits).
+            u32 = self.ctype(Elem.U32)
+            return self.cast(f"(({u32}){a} {sym} ({u32}){b})", Elem.U32, t)
         if not t.is_signed or self.d.signed_wraps:
             return f"({a} {sym} {b})"
         u, d = UNSIGNED[t], self.d
@@ -1024,6 +1035,8 @@ class CEmitter(StructuredEmitter):
         amount = f"({b} & {self.literal(t.bits - 1, t)})"  # SHL or SHR: modulo the width
         if op is ir.BinOp.SHL:
             return self.wrap("<<", a, amount, t)
+        if t.is_narrow:  # C promoted it to int: the value fits, the type is brought back
+            return self.cast(f"({a} >> {amount})", Elem.I32, t)
         return f"({a} >> {amount})"  # arithmetic on signed types
 
     def _divide(self, op: ir.BinOp, t: Elem) -> str:
@@ -1053,7 +1066,10 @@ class CEmitter(StructuredEmitter):
         t, x = e.x.type, self.expr(e.x)
         if e.op is ir.UnOp.NEG:
             return self.wrap("-", self.literal(0, t), x, t) if t.is_int else f"(-{x})"
-        return f"(!{x})" if e.op is ir.UnOp.NOT else f"(~{x})"
+        if e.op is ir.UnOp.NOT:
+            return f"(!{x})"
+        # On a narrow type C's `~` gives an int (~(uint8_t)5 is -6): brought back to it.
+        return self.cast(f"(~{x})", Elem.I32, t) if t.is_narrow else f"(~{x})"
 
     def expr_math(self, e: ir.Math) -> str:
         """Float functions by the dialect; ``abs``/``min``/``max``/``clamp`` of integers

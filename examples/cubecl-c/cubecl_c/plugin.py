@@ -76,8 +76,9 @@ def toolchain() -> str:
 
 # What the host does here: no f16 (see above), and planes of one unit.
 CAPABILITIES = cb.Capabilities(
-    f64=True, f16=False, atomics=frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32}),
-    shared_memory_bytes=65536, max_cube_dim=1024, plane_size=1, max_cube_count=(cb.MAX_UNITS,) * 3)
+    f64=True, f16=False, int8=True, int16=True, max_cube_count=(cb.MAX_UNITS,) * 3,
+    atomics=frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32}),
+    shared_memory_bytes=65536, max_cube_dim=1024, plane_size=1)
 
 
 class C99(cb.StandardC):

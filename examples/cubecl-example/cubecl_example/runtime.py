@@ -21,7 +21,7 @@ from cubecl_server.ir import Elem
 CAPABILITIES = Capabilities(
     f64=True, f16=False, atomics=frozenset({Elem.I32, Elem.U32}),
     shared_memory_bytes=48 * 1024, max_cube_dim=1024, plane_size=None, device_present=True,
-    line_sizes=(1, 2, 4, 8, 16),
+    line_sizes=(1, 2, 4, 8, 16), int8=True, int16=True,
 )
 """What the example device supports: no f16 and no plane operations, so the suite
 skips those tests and says why."""

@@ -62,7 +62,8 @@ B = ir.BuiltinName
 CTYPES = {
     Elem.F16: "__half", Elem.F32: "float", Elem.F64: "double", Elem.I32: "int",
     Elem.I64: "long long", Elem.U32: "unsigned int", Elem.U64: "unsigned long long",
-    Elem.BOOL: "bool",
+    Elem.BOOL: "bool", Elem.I8: "signed char", Elem.U8: "unsigned char", Elem.I16: "short",
+    Elem.U16: "unsigned short",
 }
 """The C++ type of each IR element type."""
 # The element types whose lines of 2 and 4 are CUDA's vector types, by their stem.

@@ -192,7 +192,8 @@ class OpenclDialect(StandardC):
     backend = BACKEND
     types: Mapping[Elem, str] = {
         Elem.F16: "half", Elem.F32: "float", Elem.F64: "double", Elem.I32: "int",
-        Elem.I64: "long", Elem.U32: "uint", Elem.U64: "ulong", Elem.BOOL: "bool"}
+        Elem.I64: "long", Elem.U32: "uint", Elem.U64: "ulong", Elem.BOOL: "bool",
+        Elem.I8: "char", Elem.U8: "uchar", Elem.I16: "short", Elem.U16: "ushort"}
     bool_memory = "uchar"
     int_suffixes: Mapping[Elem, str] = {Elem.I32: "", Elem.I64: "L", Elem.U32: "u", Elem.U64: "UL"}
     barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"

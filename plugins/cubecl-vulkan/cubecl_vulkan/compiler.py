@@ -63,6 +63,7 @@ class ShaderFeatures:
     float64: bool = False
     int64: bool = False
     float16: bool = False
+    int16: bool = False
     bool_storage: bool = False
     int64_atomics: bool = False
     float32_atomic_add: bool = False

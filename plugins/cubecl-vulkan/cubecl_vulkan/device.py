@@ -154,6 +154,8 @@ class PhysicalDevice:
             atomics.add(Elem.F32)
         return Capabilities(
             f64=f.float64, f16=f.float16, int64=f.int64, atomics=frozenset(atomics),
+            # 8-bit integers need what bools in buffers need: shaderInt8, 8-bit storage.
+            int8=f.bool_storage, int16=f.int16,
             shared_memory_bytes=f.max_shared_bytes, max_cube_dim=f.max_invocations,
             plane_size=f.subgroup_size if f.subgroups else None, device_present=True,
             max_cube_count=self.max_cube_count(), line_sizes=(1, 2, 4, 8, 16),
@@ -229,7 +231,8 @@ def _describe(vk: Any, handle: Any) -> PhysicalDevice | None:
         float64=bool(core.shaderFloat64),
         int64=bool(core.shaderInt64),
         float16=bool(v12 and v12.shaderFloat16 and v11 and v11.storageBuffer16BitAccess),
-        bool_storage=bool(v12 and v12.storageBuffer8BitAccess),
+        bool_storage=bool(v12 and v12.storageBuffer8BitAccess and v12.shaderInt8),
+        int16=bool(core.shaderInt16 and v11 and v11.storageBuffer16BitAccess),
         int64_atomics=bool(core.shaderInt64 and v12 and v12.shaderBufferInt64Atomics
                            and v12.shaderSharedInt64Atomics),
         float32_atomic_add=bool(af and af.shaderBufferFloat32AtomicAdd
@@ -282,7 +285,7 @@ def _feature_chain(vk: Any, api_version: int, extensions: frozenset[str],
         e = enable
         nxt = out["v11"] = vk.VkPhysicalDeviceVulkan11Features(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext=nxt,
-            storageBuffer16BitAccess=bool(e and e.float16))
+            storageBuffer16BitAccess=bool(e and (e.float16 or e.int16)))
         nxt = out["v12"] = vk.VkPhysicalDeviceVulkan12Features(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, pNext=nxt,
             shaderFloat16=bool(e and e.float16), shaderInt8=bool(e and e.bool_storage),
@@ -291,7 +294,8 @@ def _feature_chain(vk: Any, api_version: int, extensions: frozenset[str],
             shaderSharedInt64Atomics=bool(e and e.int64_atomics),
             shaderSubgroupExtendedTypes=bool(e and e.subgroup_extended_types))
     core = vk.VkPhysicalDeviceFeatures(
-        shaderFloat64=bool(enable and enable.float64), shaderInt64=bool(enable and enable.int64))
+        shaderFloat64=bool(enable and enable.float64), shaderInt64=bool(enable and enable.int64),
+        shaderInt16=bool(enable and enable.int16))
     out["features2"] = vk.VkPhysicalDeviceFeatures2(
         sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=nxt, features=core)
     return out

@@ -85,7 +85,8 @@ _FLOAT_OPS = {ir.BinOp.ADD: Op.FAdd, ir.BinOp.SUB: Op.FSub, ir.BinOp.MUL: Op.FMu
 _INT_OPS = {ir.BinOp.ADD: Op.IAdd, ir.BinOp.SUB: Op.ISub, ir.BinOp.MUL: Op.IMul,
             ir.BinOp.BITAND: Op.BitwiseAnd, ir.BinOp.BITOR: Op.BitwiseOr,
             ir.BinOp.BITXOR: Op.BitwiseXor}
-_UNSIGNED = {Elem.I32: Elem.U32, Elem.U32: Elem.U32, Elem.I64: Elem.U64, Elem.U64: Elem.U64}
+_UNSIGNED = {Elem.I32: Elem.U32, Elem.U32: Elem.U32, Elem.I64: Elem.U64, Elem.U64: Elem.U64,
+             Elem.I8: Elem.U8, Elem.U8: Elem.U8, Elem.I16: Elem.U16, Elem.U16: Elem.U16}
 _ATOMIC_INT = {ir.AtomicOp.ADD: Op.AtomicIAdd, ir.AtomicOp.SUB: Op.AtomicISub,
                ir.AtomicOp.AND: Op.AtomicAnd, ir.AtomicOp.OR: Op.AtomicOr,
                ir.AtomicOp.XOR: Op.AtomicXor, ir.AtomicOp.EXCHANGE: Op.AtomicExchange}
@@ -219,6 +220,12 @@ class SpirvEmitter(StructuredEmitter):
         if elem is Elem.F16 and not f.float16:
             self.fail(f"{what} is f16, but the device lacks shaderFloat16 with "
                       "16-bit storage")
+        if elem.is_narrow and elem.bits == 8 and not f.bool_storage:
+            self.fail(f"{what} is {elem.value}, but the device lacks shaderInt8 with "
+                      "storageBuffer8BitAccess")
+        if elem.is_narrow and elem.bits == 16 and not f.int16:
+            self.fail(f"{what} is {elem.value}, but the device lacks shaderInt16 with "
+                      "storageBuffer16BitAccess")
         if elem is Elem.BOOL and memory and not f.bool_storage:
             self.fail(f"{what} holds bool, which needs storageBuffer8BitAccess")
 
@@ -244,7 +251,9 @@ class SpirvEmitter(StructuredEmitter):
         if t.is_float:
             return self.m.constant(self.ty(t), *_float_words(float(value), t))
         v = int(value) & ((1 << t.bits) - 1)
-        words = (v,) if t.bits == 32 else (v & 0xFFFFFFFF, v >> 32)
+        if t.bits < 32 and t.is_signed and v >> (t.bits - 1):
+            v |= (1 << 32) - (1 << t.bits)  # SPIR-V sign-extends a narrow signed literal
+        words = (v,) if t.bits <= 32 else (v & 0xFFFFFFFF, v >> 32)
         return self.m.constant(self.ty(t), *words)
 
     def u(self, value: int) -> int:
@@ -462,9 +471,9 @@ class SpirvEmitter(StructuredEmitter):
         u32 = self.ty(Elem.U32)
         self._meta = self._block(u32, 4, 0, False)
         for i, p in enumerate(self.arrays.values()):
-            if p.elem is Elem.BOOL:
+            if p.elem is Elem.BOOL or p.elem.bits == 8:
                 m.capability(Cap.StorageBuffer8BitAccess)
-            elif p.elem is Elem.F16:
+            elif p.elem.bits == 16:  # f16, i16, u16
                 m.capability(Cap.StorageBuffer16BitAccess)
             var = self._block(self.mty(p.elem), max(1, p.elem.bits // 8), i + 1,
                               p.name in self.written)
@@ -546,6 +555,8 @@ class SpirvEmitter(StructuredEmitter):
             case Elem.F16:
                 pair = self.val(Op.Bitcast, self.m.vector(self.ty(Elem.F16), 2), w)
                 return self.val(Op.CompositeExtract, self.ty(Elem.F16), pair, 0)
+            case Elem.I8 | Elem.U8 | Elem.I16 | Elem.U16:  # the word's low bits
+                return self.cast(w, Elem.U32, elem)
         u32 = self.ty(Elem.U32)
         both = self.val(Op.CompositeConstruct, self.m.vector(u32, 2), w, self.meta(at + 1))
         return self.val(Op.Bitcast, self.ty(elem), both)

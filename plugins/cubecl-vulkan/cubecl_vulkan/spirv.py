@@ -193,6 +193,7 @@ class Cap:
     Float64 = 10
     Int64 = 11
     Int64Atomics = 12
+    Int16 = 22
     Int8 = 39
     GroupNonUniform = 61
     GroupNonUniformVote = 62
@@ -318,9 +319,11 @@ class Module:
         return self.type(Op.TypeBool)
 
     def int(self, bits: int, signed: bool) -> int:
-        """An integer type (8, 32 or 64 bits), declaring the capability it needs."""
+        """An integer type (8, 16, 32 or 64 bits), declaring the capability it needs."""
         if bits == 64:
             self.capability(Cap.Int64)
+        elif bits == 16:
+            self.capability(Cap.Int16)
         elif bits == 8:
             self.capability(Cap.Int8)
         return self.type(Op.TypeInt, bits, int(signed))
