@@ -16,7 +16,14 @@ from benchmarks.figures import Figure, Target, fmt_ratio, fmt_time
 from benchmarks.harness import Context
 from benchmarks.kernels import REDUCE_CUBE, TILE, matmul, reduce_rows, saxpy, saxpy_guarded
 from benchmarks.opencl_raw import MATMUL_CL, REDUCE_CL, SAXPY_CL, RawProgram, pyopencl_available
-from benchmarks.wgpu_raw import MATMUL_WGSL, REDUCE_WGSL, SAXPY_WGSL, RawShader, wgpu_available
+from benchmarks.wgpu_raw import (
+    MATMUL_WGSL,
+    REDUCE_WGSL,
+    SAXPY_WGSL,
+    RawShader,
+    dispatch_1d,
+    wgpu_available,
+)
 from cubecl_server.benchmark import Timings, compare, measure, ratio
 from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.kernel import CubeCount, CubeDim
@@ -76,7 +83,7 @@ def _cases(quick: bool) -> list[_Case]:
         bo = s.buffer(x.nbytes)
         params = np.array([alpha], np.float32).tobytes() + np.array([n, 0], np.uint32).tobytes()
         group = s.bind(s.buffer(x), s.buffer(y), bo, s.uniform_bytes(params))
-        return lambda: s.run(group, (-(-n // 256), 1, 1)), lambda: s.read(bo, (n,))
+        return lambda: s.run(group, dispatch_1d(-(-n // 256))), lambda: s.read(bo, (n,))
 
     rows, cols = (2048, 2048) if quick else (4096, 4096)
     m = rng.standard_normal((rows, cols), dtype=np.float32)

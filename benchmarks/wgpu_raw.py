@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["SAXPY_WGSL", "REDUCE_WGSL", "MATMUL_WGSL", "WORKGROUP", "ENV", "RawShader",
-           "wgpu_available"]
+           "wgpu_available", "dispatch_1d", "MAX_GROUPS"]
 
 SAXPY_WGSL = """
 struct Params { alpha: f32, n: u32 }
@@ -22,8 +22,10 @@ struct Params { alpha: f32, n: u32 }
 @group(0) @binding(3) var<uniform> params: Params;
 
 @compute @workgroup_size(256)
-fn saxpy(@builtin(global_invocation_id) id: vec3<u32>) {
-    let i = id.x;
+fn saxpy(@builtin(global_invocation_id) id: vec3<u32>,
+         @builtin(num_workgroups) groups: vec3<u32>) {
+    // Past 65,535 workgroups along x the dispatch goes on along y (see dispatch_1d).
+    let i = id.x + id.y * groups.x * 256u;
     if (i < params.n) {
         out[i] = params.alpha * x[i] + y[i];
     }
@@ -32,6 +34,16 @@ fn saxpy(@builtin(global_invocation_id) id: vec3<u32>) {
 
 WORKGROUP = 256
 """Invocations per workgroup, the cube dim our saxpy is launched with."""
+
+MAX_GROUPS = 65_535
+"""WebGPU's limit on workgroups along one dispatch dimension."""
+
+
+def dispatch_1d(groups: int) -> tuple[int, int, int]:
+    """``groups`` workgroups as a dispatch within WebGPU's per-dimension limit: along x,
+    then as many rows along y as needed (the saxpy shader maps them back)."""
+    x = min(groups, MAX_GROUPS)
+    return x, -(-groups // x), 1
 
 ENV: dict[str, str] = {"WGPU_BACKEND_TYPE": "Vulkan"}
 """What makes wgpu pick a Vulkan adapter (here lavapipe, the one Vulkan device the
