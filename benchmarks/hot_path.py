@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from benchmarks.opencl_raw import LOCAL_SIZE, RawSaxpy, pyopencl_available
 from cubecl_server.benchmark import compare, ratio, summarize
 from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.memory_management import Handle
 from cubecl_server.server import Binding
 
 __all__ = ["TINY_N", "run"]
@@ -107,19 +109,41 @@ def _raw_floor(b: Backend, x: np.ndarray, y: np.ndarray,
     return None
 
 
+@dataclass(frozen=True)
+class _TinySaxpy:
+    """A saxpy of :data:`TINY_N` floats, launched once and checked, with what the
+    figures launch it from: the host data, the client's buffers and the loaded kernel."""
+
+    x: np.ndarray
+    y: np.ndarray
+    alpha: np.float32
+    handles: tuple[Handle, Handle, Handle]
+    count: CubeCount
+    dim: CubeDim
+    loaded: object
+
+    @classmethod
+    def on(cls, c: ComputeClient, b: Backend, seed: int) -> _TinySaxpy:
+        """The saxpy on ``c``'s device (AssertionError if its first result is wrong)."""
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal(TINY_N, dtype=np.float32)
+        y = rng.standard_normal(TINY_N, dtype=np.float32)
+        alpha = np.float32(0.75)
+        hx, hy, ho = c.create(x), c.create(y), c.empty(TINY_N, np.float32)
+        count, dim = CubeCount(TINY_N // 256), CubeDim(256)
+        saxpy.launch(c, count, dim, hx, hy, ho, alpha)
+        c.sync()
+        if not np.allclose(c.read(ho), alpha * x + y, rtol=1e-5, atol=1e-5):
+            raise AssertionError(f"{b.name}: saxpy gave a wrong result")
+        return cls(x, y, alpha, (hx, hy, ho), count, dim,
+                   c.loader.get(c.artifact_id(saxpy, dim, {})))
+
+
 def _launch(ctx: Context, b: Backend, c: ComputeClient) -> Figure:
-    n = TINY_N
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal(n, dtype=np.float32)
-    y = rng.standard_normal(n, dtype=np.float32)
-    alpha = np.float32(0.75)
-    hx, hy, ho = c.create(x), c.create(y), c.empty(n, np.float32)
-    count, dim = CubeCount(n // 256), CubeDim(256)
-    saxpy.launch(c, count, dim, hx, hy, ho, alpha)
-    c.sync()
-    if not np.allclose(c.read(ho), alpha * x + y, rtol=1e-5, atol=1e-5):
-        raise AssertionError(f"{b.name}: saxpy gave a wrong result")
-    loaded = c.loader.get(c.artifact_id(saxpy, dim, {}))
+    t0 = _TinySaxpy.on(c, b, seed=3)
+    n, x, y, alpha = TINY_N, t0.x, t0.y, t0.alpha
+    count, dim, loaded = t0.count, t0.dim, t0.loaded
+    hx, hy, ho = t0.handles
     bindings = [hx.binding(), hy.binding(), ho.binding()]
     server = c.server
 
@@ -161,18 +185,11 @@ def _launch(ctx: Context, b: Backend, c: ComputeClient) -> Figure:
 
 def _enqueue(ctx: Context, b: Backend, c: ComputeClient) -> Figure:
     """Host time per launch enqueued without a sync, against PyOpenCL's own enqueue."""
-    n = TINY_N
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal(n, dtype=np.float32)
-    y = rng.standard_normal(n, dtype=np.float32)
-    alpha = np.float32(0.75)
-    hx, hy, ho = c.create(x), c.create(y), c.empty(n, np.float32)
-    count, dim = CubeCount(n // 256), CubeDim(256)
-    saxpy.launch(c, count, dim, hx, hy, ho, alpha)
-    c.sync()
-    raw = RawSaxpy.build(x, y)
+    t0 = _TinySaxpy.on(c, b, seed=5)
+    n, alpha, count, dim, loaded = TINY_N, t0.alpha, t0.count, t0.dim, t0.loaded
+    hx, hy, ho = t0.handles
+    raw = RawSaxpy.build(t0.x, t0.y)
     raw.launch(alpha)
-    loaded = c.loader.get(c.artifact_id(saxpy, dim, {}))
     bindings = (hx.binding(), hy.binding(), ho.binding())
     server = c.server
     runs: dict[str, tuple[Callable[[], object], Callable[[], None]]] = {
