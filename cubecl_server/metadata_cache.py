@@ -3,7 +3,7 @@ they were built from.
 
 A backend that hands a launch its lengths, shapes, strides, scalars and cube count
 through a buffer (the info words of :class:`~cubecl_server.lowering.info.InfoLayout`:
-the vulkan backend binds them as a dynamic storage-buffer range) keeps those buffers
+the vulkan backend binds them as a dynamic uniform-buffer range) keeps those buffers
 in one region of device-visible memory. :class:`MetadataCache` decides where in that
 region each set of info bytes lives: the same bytes, from any kernel, are one entry,
 so a launch repeated with the same shapes and scalars writes nothing and takes no

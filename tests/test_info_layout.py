@@ -62,6 +62,23 @@ def test_a_folded_count_covers_every_cube_within_the_limit(
         assert gx * gy * (gz - 1) < c.total
 
 
+@pytest.mark.parametrize(("total", "exact"), [(65536, (32768, 2, 1)), (65535 * 7, (65535, 7, 1)),
+                                              (1 << 24, (32768, 512, 1)),
+                                              (3 * 5 * 7 * 11 * 13 * 17, None)])
+def test_a_count_with_a_fitting_factor_folds_exactly(total: int,
+                                                     exact: tuple[int, int, int] | None) -> None:
+    gx, gy, gz = fold_count(CubeCount(total), (65535, 65535, 65535))
+    assert gx * gy * gz == total and gz == 1 and gx <= 65535
+    if exact is not None:
+        assert (gx, gy, gz) == exact
+
+
+def test_a_prime_count_folds_with_a_surplus() -> None:
+    prime = 1_000_003  # past one x-row of the limit, no factor to fold it by
+    gx, gy, gz = fold_count(CubeCount(prime), (65535, 65535, 65535))
+    assert gx * gy * gz > prime and gx * (gy - 1) * gz < prime
+
+
 def test_a_count_that_cannot_fold_is_refused() -> None:
-    with pytest.raises(ValueError, match="more cubes than a dispatch"):
+    with pytest.raises(ValueError, match="more than a dispatch"):
         fold_count(CubeCount(100, 100, 100), (10, 10, 10))

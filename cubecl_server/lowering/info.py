@@ -12,12 +12,15 @@ the words of each launch (:meth:`InfoLayout.pack`): the bytes of a launch are th
 function of the layout and the launch alone, so equal bytes can share one buffer.
 
 :func:`fold_count` is the other half of a launch past a per-axis dispatch limit: the
-same number of cubes folded over the three axes, which the kernel maps back to cube
-positions from the count in its info words.
+same number of cubes folded over the axes, which the kernel maps back to cube
+positions from the count in its info words (exactly as many where a factorisation
+fits, so the kernel need not guard against surplus groups).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -128,17 +131,34 @@ class InfoWords:
 
 def fold_count(count: CubeCount, limit: tuple[int, int, int]) -> tuple[int, int, int]:
     """The work groups to dispatch for ``count`` on a device that takes at most
-    ``limit`` per axis: ``count`` itself where it fits, else at least as many cubes
-    folded over x, then y, then z (the surplus, fewer than one x-row of y-rows,
-    leaves at once). ValueError when even folded they do not fit."""
-    mx, my, mz = limit
-    if count.x <= mx and count.y <= my and count.z <= mz:
+    ``limit`` per axis: ``count`` itself where it fits; else exactly as many cubes,
+    ``x * y`` with ``y`` small, where such a pair fits (a kernel's target can then drop
+    its guard for surplus groups); else at least as many cubes folded over x, then y,
+    then z (the surplus, fewer than one x-row of y-rows, leaves at once). ValueError
+    when even folded they do not fit."""
+    if count.x <= limit[0] and count.y <= limit[1] and count.z <= limit[2]:
         return count.x, count.y, count.z
-    total = count.total
+    return _fold(count.total, limit)
+
+
+_EXACT_TRIES = 64
+"""How many row counts, from the fewest that can hold the cubes up, are tried for an
+exact fold (then the powers of two past them): bounded, for a prime total."""
+
+
+@functools.lru_cache(maxsize=256)
+def _fold(total: int, limit: tuple[int, int, int]) -> tuple[int, int, int]:
+    mx, my, mz = limit
+    fewest = -(-total // mx)
+    rows = itertools.chain(range(fewest, fewest + _EXACT_TRIES),
+                           (1 << k for k in range(fewest.bit_length(), my.bit_length())))
+    for gy in rows:
+        if gy <= my and total % gy == 0:
+            return total // gy, gy, 1
     gx = min(total, mx)
     gy = min(-(-total // gx), my)
     gz = -(-total // (gx * gy))
     if gz > mz:
-        raise ValueError(f"cube count {(count.x, count.y, count.z)} has more cubes than a "
-                         f"dispatch of at most {limit} can hold, folded")
+        raise ValueError(f"a cube count of {total} cubes is more than a dispatch of at "
+                         f"most {limit} can hold, folded")
     return gx, gy, gz

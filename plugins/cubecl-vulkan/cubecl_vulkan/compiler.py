@@ -3,15 +3,17 @@ directly by :class:`~cubecl_vulkan.emitter.SpirvEmitter` (no GLSL, no glslang).
 
 The shader's interface (what :class:`ShaderLayout` records and the server fills):
 
-- ``set 0, binding 0``: the info words, a read-only ``uint`` runtime array bound as a
-  *dynamic* storage buffer, so one descriptor set serves every launch with the same
+- ``set 0, binding 0``: the info words, a uniform block of ``uvec4`` (std140) bound as
+  a *dynamic* uniform buffer, so one descriptor set serves every launch with the same
   arrays and only the dynamic offset changes. Its layout is the core's
   :class:`~cubecl_server.backend.InfoLayout` (:attr:`ShaderLayout.info`): the words of
   every scalar parameter, every length, shape and stride the kernel reads (``Len``
   and the checked-mode bounds use the element count), and the launch's cube count
   (3 words): the cube builtins are computed from it, so a count past the device's
   ``maxComputeWorkGroupCount`` on one axis is dispatched folded onto the others
-  (:func:`~cubecl_server.backend.fold_count`).
+  (:func:`~cubecl_server.backend.fold_count`); specialization constants
+  (:data:`~cubecl_vulkan.emitter.SPEC_FOLDED`, :data:`~cubecl_vulkan.emitter.SPEC_SURPLUS`)
+  say whether it was, so the unfolded pipeline pays nothing for it.
 - ``set 0, binding 1 + i``: array parameter ``i`` as a runtime array (a bool as a
   byte), bound as a descriptor *range* at the slice's offset. So arrays may start
   anywhere inside a pooled allocation that is aligned to

@@ -126,6 +126,7 @@ class PhysicalDevice:
     positive period, and, on a queue without graphics, ``timestampComputeAndGraphics``
     (a compute-only queue of a device without it is not trusted)."""
     min_storage_offset_alignment: int
+    min_uniform_offset_alignment: int
     max_storage_range: int
     max_workgroup_count: tuple[int, int, int]
     host_visible_storage: bool
@@ -263,6 +264,7 @@ def _describe(vk: Any, handle: Any) -> PhysicalDevice | None:
                         and (limits.timestampComputeAndGraphics
                              or families[family].queueFlags & vk.VK_QUEUE_GRAPHICS_BIT)),
         min_storage_offset_alignment=int(limits.minStorageBufferOffsetAlignment),
+        min_uniform_offset_alignment=int(limits.minUniformBufferOffsetAlignment),
         max_storage_range=int(limits.maxStorageBufferRange),
         max_workgroup_count=tuple(int(x) for x in limits.maxComputeWorkGroupCount),
         host_visible_storage=host_visible)

@@ -6,9 +6,9 @@ records (the info words at binding 0, array ``i`` at binding ``1 + i``, the cube
 as the work-group size). What the IR leaves to a target is decided as the core's
 C-family emitter decides it (``cubecl_server/lowering/cfamily.py``), which the backend
 used through GLSL before: checked loads and stores, integer division by 0, shift
-amounts modulo the width, ``fmin``/``fmax``'s NaN rules, the folded grid
-(``CEmitter.fold_grid``'s lines, in SPIR-V), the f32 compare-exchange loop for atomic
-max/min, subgroup operations.
+amounts modulo the width, ``fmin``/``fmax``'s NaN rules, the f32 compare-exchange loop
+for atomic max/min, subgroup operations. The folded grid is this backend's own
+(:meth:`SpirvEmitter._prologue`).
 
 Values are SPIR-V ids; a line is a tuple of its elements' ids (every line operation
 applies the scalar one to each element, so lines of 8 and 16 need no vector type).
@@ -55,7 +55,17 @@ from cubecl_vulkan.spirv import (
 if TYPE_CHECKING:
     from cubecl_vulkan.compiler import ShaderFeatures
 
-__all__ = ["SpirvEmitter"]
+__all__ = ["SpirvEmitter", "SPEC_FOLDED", "SPEC_SURPLUS", "INFO_LIMIT"]
+
+SPEC_FOLDED = 0
+"""SpecId of the bool that says the dispatch's work groups are the cube count folded
+onto other axes (cube positions are then derived from the linear cube)."""
+SPEC_SURPLUS = 1
+"""SpecId of the bool that says the folded dispatch has work groups past the cube
+count (each leaves at once)."""
+INFO_LIMIT = 16384
+"""Bytes of info words a kernel may read: ``maxUniformBufferRange``'s guaranteed
+minimum."""
 
 Elem = ir.Elem
 B = ir.BuiltinName
@@ -149,6 +159,10 @@ class SpirvEmitter(StructuredEmitter):
         self.written = kernel.written_arrays
         self.code: list[int] = []
         self.vars: list[int] = []
+        self.head: list[int] = []
+        """The info words' loads, after the variables of the entry block: they dominate
+        every use, and each word is loaded once."""
+        self._words: dict[int, int] = {}
         self.cur = 0
         self.terminated = False
         self.loops: list[tuple[int, int]] = []
@@ -162,7 +176,7 @@ class SpirvEmitter(StructuredEmitter):
         self.params_v: dict[str, int] = {}
         self.builtins: dict[B, int] = {}
         self._decorated: set[int] = set()
-        self._meta = 0
+        self._meta = self.m.id()  # declared once the number of info words is known
         self.functions: dict[str, int] = {}
         self.lib = MathLib(self)
 
@@ -433,11 +447,13 @@ class SpirvEmitter(StructuredEmitter):
         self.block(self.kernel.body)
         if not self.terminated:
             self.op(Op.Return)
+        self._declare_info()
         out = m.functions
         void = m.void()
         Module.inst(out, Op.Function, void, func, 0, m.function_type(void))
         Module.inst(out, Op.Label, entry)
         out += self.vars
+        out += self.head
         out += self.code
         Module.inst(out, Op.FunctionEnd)
         m.entry_point(func, "main", self.inputs.values(), self.dim)
@@ -466,10 +482,28 @@ class SpirvEmitter(StructuredEmitter):
         m.decorate(var, Deco.Binding, binding)
         return var
 
+    def _declare_info(self) -> None:
+        """The info words as a uniform block of ``uvec4`` (std140's array stride is 16
+        bytes): drivers load a uniform at a launch-constant address once for the whole
+        subgroup, where a storage buffer may cost a gather per unit."""
+        m, u32 = self.m, self.ty(Elem.U32)
+        size = 16 * max(1, -(-self.info.words // 4))
+        if size > INFO_LIMIT:
+            self.fail(f"the kernel reads {self.info.words} info words (lengths, shapes, "
+                      f"strides, scalars); a uniform block holds {INFO_LIMIT // 4} on every "
+                      "Vulkan device")
+        words = m.array(m.vector(u32, 4), size // 16)
+        m.decorate(words, Deco.ArrayStride, 16)
+        st = m.struct(words)
+        m.decorate(st, Deco.Block)
+        m.member_decorate(st, 0, Deco.Offset, 0)
+        m.variable(m.pointer(Storage.Uniform, st), Storage.Uniform, self._meta)
+        m.decorate(self._meta, Deco.DescriptorSet, 0)
+        m.decorate(self._meta, Deco.Binding, 0)
+
     def _declare_buffers(self) -> None:
         m = self.m
         u32 = self.ty(Elem.U32)
-        self._meta = self._block(u32, 4, 0, False)
         for i, p in enumerate(self.arrays.values()):
             if p.elem is Elem.BOOL or p.elem.bits == 8:
                 m.capability(Cap.StorageBuffer8BitAccess)
@@ -496,15 +530,26 @@ class SpirvEmitter(StructuredEmitter):
         return self.load(type_id, var)
 
     def meta(self, word: int) -> int:
-        """Info word ``word``, a u32."""
-        u32 = self.ty(Elem.U32)
-        ptr = self.val(Op.AccessChain, self.m.pointer(Storage.StorageBuffer, u32), self._meta,
-                       self.u(0), self.u(word))
-        return self.load(u32, ptr)
+        """Info word ``word``, a u32 (loaded at the top of the entry point)."""
+        found = self._words.get(word)
+        if found is None:
+            m, u32 = self.m, self.ty(Elem.U32)
+            ptr, found = m.id(), m.id()
+            Module.inst(self.head, Op.AccessChain, m.pointer(Storage.Uniform, u32), ptr,
+                        self._meta, self.u(0), self.u(word // 4), self.u(word % 4))
+            Module.inst(self.head, Op.Load, u32, found, ptr)
+            self._words[word] = found
+        return found
 
     def _prologue(self, count_at: int) -> None:
-        """The cube from a dispatch maybe folded (work groups past the count leave at
-        once, whole), the builtins the body reads, the scalars, locals and arrays."""
+        """The cube from a dispatch maybe folded, the builtins the body reads, the
+        scalars, locals and arrays.
+
+        Whether the dispatch is folded, and whether folding added work groups past the
+        count (which leave at once, whole), are specialization constants
+        (:data:`SPEC_FOLDED`, :data:`SPEC_SURPLUS`): the driver drops the arithmetic
+        and the guard of the pipeline where they are false, the one most launches use.
+        """
         m, u32 = self.m, self.ty(Elem.U32)
         uvec3 = m.vector(u32, 3)
         wg = self._input(BuiltIn.WorkgroupId, uvec3)
@@ -516,13 +561,17 @@ class SpirvEmitter(StructuredEmitter):
         cx, cy, cz = (self.meta(count_at + k) for k in range(3))
         cxy = self.val(Op.IMul, u32, cx, cy)
         total = self.val(Op.IMul, u32, cxy, cz)
-        self.if_(self.cmp(ir.BinOp.GE, cube, total, Elem.U32),
+        folded, surplus = m.spec_false(SPEC_FOLDED), m.spec_false(SPEC_SURPLUS)
+        self.if_(self.logic(Op.LogicalAnd, surplus, self.cmp(ir.BinOp.GE, cube, total,
+                                                              Elem.U32)),
                  lambda: self.stmt_return(ir.Return()))
         self.builtins.update({
             B.CUBE_POS: cube, B.CUBE_COUNT_X: cx, B.CUBE_COUNT_Y: cy, B.CUBE_COUNT_Z: cz,
-            B.CUBE_POS_X: self.val(Op.UMod, u32, cube, cx),
-            B.CUBE_POS_Y: self.val(Op.UMod, u32, self.val(Op.UDiv, u32, cube, cx), cy),
-            B.CUBE_POS_Z: self.val(Op.UDiv, u32, cube, cxy), B.CUBE_COUNT: total})
+            B.CUBE_POS_X: self.sel(folded, self.val(Op.UMod, u32, cube, cx), gx, Elem.U32),
+            B.CUBE_POS_Y: self.sel(folded, self.val(Op.UMod, u32, self.val(
+                Op.UDiv, u32, cube, cx), cy), gy, Elem.U32),
+            B.CUBE_POS_Z: self.sel(folded, self.val(Op.UDiv, u32, cube, cxy), gz, Elem.U32),
+            B.CUBE_COUNT: total})
         if self.kernel.shared:
             self.used_builtins.add(B.UNIT_POS)
         for name in sorted(self.used_builtins, key=lambda n: n.value):

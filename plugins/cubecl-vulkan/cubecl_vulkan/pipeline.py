@@ -1,6 +1,11 @@
 """From SPIR-V to a launchable kernel: shader module, descriptor set layout, pipeline
 layout and compute pipeline, created through a VkPipelineCache.
 
+A kernel's pipeline is the one for a dispatch that is the cube count itself; the
+pipelines for a folded dispatch (:data:`~cubecl_vulkan.emitter.SPEC_FOLDED`, with or
+without surplus work groups) are made from the same module the first time a launch
+needs one (:meth:`LoadedKernel.variant`).
+
 The pipeline cache is per kernel: it starts from the data a previous process kept
 (``initial``) and its data after creation is what the caller stores for the next
 one. With the binding, ``vkGetPipelineCacheData`` has to be called on the raw
@@ -15,6 +20,7 @@ from typing import Any
 
 from cubecl_vulkan.compiler import ShaderLayout
 from cubecl_vulkan.device import VulkanDevice, check
+from cubecl_vulkan.emitter import SPEC_FOLDED, SPEC_SURPLUS
 
 __all__ = ["SPIRV_MAGIC", "LoadedKernel", "build_pipeline", "spirv_problem"]
 
@@ -52,14 +58,27 @@ class LoadedKernel:
     seeded: bool
     cache_data: bytes
     meta_bytes: int = field(init=False)
+    folded: dict[bool, Any] = field(init=False, default_factory=dict)
+    """The pipelines for a folded dispatch, by whether it has surplus work groups."""
 
     def __post_init__(self) -> None:
-        # The info words' range bound at binding 0 (a descriptor range cannot be empty).
-        self.meta_bytes = max(4, 4 * self.layout.info.words)
+        # The info words' range bound at binding 0: the uniform block's whole uvec4s.
+        self.meta_bytes = 16 * max(1, -(-self.layout.info.words // 4))
+
+    def variant(self, device: VulkanDevice, surplus: bool) -> Any:
+        """The pipeline for a folded dispatch (made on first use)."""
+        found = self.folded.get(surplus)
+        if found is None:
+            found = self.folded[surplus] = _compute_pipeline(
+                device, self.module, self.pipeline_layout, self.layout.entry_point,
+                device.vk.VK_NULL_HANDLE, folded=True, surplus=surplus)
+        return found
 
     def destroy(self, device: VulkanDevice) -> None:
         """Destroy the Vulkan objects (no work may still use them)."""
         vk, dev = device.vk, device.handle
+        for pipeline in self.folded.values():
+            vk.vkDestroyPipeline(dev, pipeline, None)
         vk.vkDestroyPipeline(dev, self.pipeline, None)
         vk.vkDestroyPipelineLayout(dev, self.pipeline_layout, None)
         vk.vkDestroyDescriptorSetLayout(dev, self.set_layout, None)
@@ -79,6 +98,27 @@ def _cache_data(device: VulkanDevice, cache: Any) -> bytes:
     return bytes(vk.ffi.buffer(data, size[0]))
 
 
+def _compute_pipeline(device: VulkanDevice, module: Any, pipeline_layout: Any, entry: str,
+                      cache: Any, *, folded: bool, surplus: bool) -> Any:
+    """A compute pipeline of ``module`` with the fold's specialization constants."""
+    vk = device.vk
+    entries = [vk.VkSpecializationMapEntry(constantID=spec, offset=4 * k, size=4)
+               for k, spec in enumerate((SPEC_FOLDED, SPEC_SURPLUS))]
+    # The structs point into these: keep every one in a variable until the call.
+    values = vk.ffi.new("uint32_t[2]", [int(folded), int(surplus)])
+    spec = vk.VkSpecializationInfo(mapEntryCount=len(entries), pMapEntries=entries,
+                                   dataSize=8, pData=values)
+    stage_info = vk.VkPipelineShaderStageCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+        stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry,
+        pSpecializationInfo=spec)
+    info = vk.VkComputePipelineCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stage_info,
+        layout=pipeline_layout)
+    return check("vkCreateComputePipelines", vk.vkCreateComputePipelines, device.handle,
+                 cache, 1, [info], None)[0]
+
+
 def build_pipeline(device: VulkanDevice, name: str, spirv: bytes, layout: ShaderLayout,
                    initial: bytes | None) -> LoadedKernel:
     """Create every object a launch of ``spirv`` needs. Raises DriverError when the
@@ -94,7 +134,7 @@ def build_pipeline(device: VulkanDevice, name: str, spirv: bytes, layout: Shader
 
         stage = vk.VK_SHADER_STAGE_COMPUTE_BIT
         bindings = [vk.VkDescriptorSetLayoutBinding(
-            binding=0, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
+            binding=0, descriptorType=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC,
             descriptorCount=1, stageFlags=stage)]
         bindings += [vk.VkDescriptorSetLayoutBinding(
             binding=i + 1, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -120,15 +160,8 @@ def build_pipeline(device: VulkanDevice, name: str, spirv: bytes, layout: Shader
             initialDataSize=len(initial) if initial else 0, pInitialData=initial_view)
         cache = check("vkCreatePipelineCache", vk.vkCreatePipelineCache, dev, cache_info, None)
         try:
-            # The stage struct holds the entry point's C string: keep it in a variable.
-            stage_info = vk.VkPipelineShaderStageCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, stage=stage,
-                module=module, pName=layout.entry_point)
-            info = vk.VkComputePipelineCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stage_info,
-                layout=pipeline_layout)
-            pipeline = check("vkCreateComputePipelines", vk.vkCreateComputePipelines, dev,
-                             cache, 1, [info], None)[0]
+            pipeline = _compute_pipeline(device, module, pipeline_layout, layout.entry_point,
+                                         cache, folded=False, surplus=False)
             data = _cache_data(device, cache)
         finally:
             vk.vkDestroyPipelineCache(dev, cache, None)

@@ -106,10 +106,12 @@ class VulkanServer:
             "dstAccessMask": access})
 
         self._arena: VulkanBuffer = self.storage.create_buffer(
-            metadata_bytes, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, host=True)
+            metadata_bytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, host=True)
         assert self._arena.host is not None
         self._arena_bytes = self._arena.host
-        self.metadata = MetadataCache(metadata_bytes, self.storage.alignment)
+        # Both alignments are powers of two: the larger is a multiple of the other.
+        self.metadata = MetadataCache(metadata_bytes, max(
+            self.storage.alignment, physical.min_uniform_offset_alignment))
         """Where each launch's info words live in the region (see the module docstring)."""
         self._scratch = np.zeros(64, np.uint32)
 
@@ -211,6 +213,11 @@ class VulkanServer:
         if count.total == 0:
             return
         groups = fold_count(count, self.physical.max_workgroup_count)
+        if groups == (count.x, count.y, count.z):
+            pipeline = kernel.pipeline
+        else:
+            pipeline = kernel.variant(self.vkdevice, groups[0] * groups[1] * groups[2]
+                                      > count.total)
         at = self._info_offset(kernel, count, arrays, scalars)
         descriptor_set = self._descriptor_set(kernel, arrays)
 
@@ -220,7 +227,7 @@ class VulkanServer:
             lib.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                      vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                      self._barrier, 0, self.ffi.NULL, 0, self.ffi.NULL)
-        lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline)
+        lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
         self._offset[0] = at
         lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
                                     kernel.pipeline_layout, 0, 1, descriptor_set, 1,
@@ -327,7 +334,7 @@ class VulkanServer:
         writes = [vk.VkWriteDescriptorSet(
             sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=handle, dstBinding=i,
             descriptorCount=1,
-            descriptorType=(vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC if i == 0
+            descriptorType=(vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC if i == 0
                             else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER),
             pBufferInfo=[info]) for i, info in enumerate(infos)]
         vk.vkUpdateDescriptorSets(self.vkdevice.handle, len(writes), writes, 0, None)
@@ -362,7 +369,7 @@ class VulkanServer:
         sizes = [
             vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                     descriptorCount=_POOL_SETS * per_set),
-            vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
+            vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC,
                                     descriptorCount=_POOL_SETS),
         ]
         info = vk.VkDescriptorPoolCreateInfo(

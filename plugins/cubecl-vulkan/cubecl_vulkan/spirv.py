@@ -48,6 +48,7 @@ class Op:
     Constant = 43
     ConstantComposite = 44
     ConstantNull = 46
+    SpecConstantFalse = 49
     Function = 54
     FunctionParameter = 55
     FunctionEnd = 56
@@ -208,6 +209,7 @@ class Cap:
 class Deco:
     """Decorations."""
 
+    SpecId = 1
     Block = 2
     ArrayStride = 6
     BuiltIn = 11
@@ -222,6 +224,7 @@ class Storage:
     """Storage classes."""
 
     Input = 1
+    Uniform = 2
     Workgroup = 4
     Function = 7
     StorageBuffer = 12
@@ -379,6 +382,13 @@ class Module:
             self.inst(self.globals, op, self.bool(), found)
         return found
 
+    def spec_false(self, spec_id: int) -> int:
+        """A bool specialization constant, false unless the pipeline sets ``spec_id``."""
+        found = self.id()
+        self.inst(self.globals, Op.SpecConstantFalse, self.bool(), found)
+        self.decorate(found, Deco.SpecId, spec_id)
+        return found
+
     def null(self, type_id: int) -> int:
         """The all-zero constant of ``type_id`` (any type)."""
         key = (Op.ConstantNull, type_id)
@@ -399,9 +409,9 @@ class Module:
         """``OpMemberDecorate``."""
         self.inst(self.annotations, Op.MemberDecorate, struct_id, member, decoration, *operands)
 
-    def variable(self, ptr_type: int, storage: int) -> int:
-        """A module-scope variable."""
-        vid = self.id()
+    def variable(self, ptr_type: int, storage: int, vid: int | None = None) -> int:
+        """A module-scope variable (``vid``: an id allotted before its type was known)."""
+        vid = self.id() if vid is None else vid
         self.inst(self.globals, Op.Variable, ptr_type, vid, storage)
         return vid
 

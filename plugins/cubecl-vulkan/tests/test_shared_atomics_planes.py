@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from cubecl_server import ir
+from cubecl_server.backend import fold_count
 from cubecl_server.client import ComputeClient
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.id import KernelId
@@ -142,12 +143,20 @@ def test_plane_operations(shared_client: ComputeClient) -> None:
     np.testing.assert_array_equal(c.read(dims), size)
 
 
-def test_cube_count_past_the_device_limit(shared_client: ComputeClient) -> None:
+@pytest.mark.parametrize("past", [1234, 2], ids=["exact-fold", "fold-with-surplus"])
+def test_cube_count_past_the_device_limit(shared_client: ComputeClient, past: int) -> None:
     # More cubes on x than maxComputeWorkGroupCount allows: dispatched folded, with
-    # each cube run once (the surplus of the fold leaves before doing anything).
+    # each cube run once. 65,535 + 1,234 is 23 x 2,903: folded exactly (the pipeline
+    # without the guard); 65,537 is prime: the surplus of the fold leaves before doing
+    # anything (the pipeline with it).
     c = shared_client
-    limit = c.server.physical.max_workgroup_count[0]
-    n = limit + 1234
+    limit = c.server.physical.max_workgroup_count
+    if limit[0] > 1 << 20:
+        pytest.skip(f"the device dispatches {limit[0]} work groups on x: too many to launch "
+                    "past it here")
+    n = limit[0] + past
+    gx, gy, gz = fold_count(CubeCount(n), limit)
+    assert (gx * gy * gz == n) == (past == 1234)
     body = (
         ir.AtomicStmt(ir.AtomicOp.ADD, "counter", u32(0), u32(1), None, None),
         ir.Store("pos", POS, ir.Builtin(B.CUBE_POS_X)),

@@ -112,3 +112,25 @@ def test_validation_refuses_a_broken_module(monkeypatch: pytest.MonkeyPatch,
     assert info.value.kernel == "saxpy" and info.value.log
     monkeypatch.setenv(ENV_VALIDATE, "0")
     assert ac.finalize(broken, _recording()).payload == raw[:-4]
+
+
+def test_info_words_past_a_uniform_block_are_refused_by_name() -> None:
+    # The info words are a uniform block: 16 KiB, Vulkan's guaranteed
+    # maxUniformBufferRange, is 4,096 words; 4,097 scalar parameters need more.
+    scalars = tuple(ir.Param(f"s{i}", E.U32, False) for i in range(4097))
+    total = ir.Binary(ir.BinOp.ADD, ir.Var("s0", E.U32), ir.Var("s4096", E.U32), E.U32)
+    body = (ir.Store("out", ir.Builtin(ir.BuiltinName.ABSOLUTE_POS), total),)
+    kernel = ir.Kernel("many", (ir.Param("out", E.U32, True), *scalars), (), (), body)
+    with pytest.raises(CompilationError, match=r"reads 41\d\d info words .*holds 4096"):
+        VulkanCompiler(EVERYTHING).compile(kernel, CubeDim(64), ExecutionMode.CHECKED)
+
+
+@needs_spirv_val
+def test_the_fold_is_two_specialization_constants() -> None:
+    # The unfolded pipeline (both false) has neither the guard nor the division; the
+    # module is valid with the constants as declared.
+    compiled = VulkanCompiler(EVERYTHING).compile(K.grid_2d.ir(), CubeDim(64),
+                                                  ExecutionMode.CHECKED)
+    assert validate(_module(compiled)) is None
+    assert compiled.source.count("OpSpecConstantFalse") == 2
+    assert "SpecId 0" in compiled.source and "SpecId 1" in compiled.source
