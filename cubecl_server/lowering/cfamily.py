@@ -669,7 +669,7 @@ class CEmitter(StructuredEmitter):
         self.depth = 1
         self.block(self.kernel.body)
         body, self.lines = self.lines, []
-        if self.shared:
+        if self.zeroed:
             self._zero_shared()
         zeroing, self.lines = self.lines, []
         self.d.prologue(self)
@@ -702,12 +702,13 @@ class CEmitter(StructuredEmitter):
         # Shared memory starts at zero on every backend, as on the cpu one: the units
         # of the cube clear it together, then wait for each other.
         z, u32 = self.temp(), self.ctype(Elem.U32)
-        largest = max(sh.size for sh in self.kernel.shared)
+        cleared = [sh for sh in self.kernel.shared if sh.name in self.zeroed]
+        largest = max(sh.size for sh in cleared)
         self.line(f"for ({u32} {z} = {self.builtin_ref(B.UNIT_POS)}; {z} < "
                   f"{self.literal(largest, Elem.U32)}; {z} += "
                   f"{self.literal(math.prod(self.dim), Elem.U32)}) {{",
                   "shared memory starts at zero")
-        for sh in self.kernel.shared:
+        for sh in cleared:
             guard = f"if ({z} < {self.literal(sh.size, Elem.U32)}) " if sh.size < largest else ""
             zero = self.d.to_memory(self.literal(0, sh.elem), sh.elem)
             self.line(f"{self.indent}{guard}s_{self.stems[sh.name]}[{z}] = {zero};")

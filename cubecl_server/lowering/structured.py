@@ -28,6 +28,7 @@ from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
 from cubecl_server.lowering.bounds import InBounds, in_bounds
+from cubecl_server.lowering.zeroing import shared_to_zero
 
 __all__ = ["Metadata", "StructuredEmitter", "mangle", "metadata_kind"]
 
@@ -102,6 +103,9 @@ class StructuredEmitter:
         self.proven: InBounds | None = in_bounds(kernel, cube_dim) if self.checked else None
         """The accesses proven inside their array (checked mode only): lowered without
         their check (:meth:`needs_check`)."""
+        self.zeroed = shared_to_zero(kernel, cube_dim)
+        """The shared arrays the target must clear at the start of each cube (the others
+        are written by every unit before any is read: :mod:`~cubecl_server.lowering.zeroing`)."""
         self.backend = backend
         self.ident = mangle(kernel.name)
         """The kernel's name as an identifier (entry points are named from it)."""

@@ -207,3 +207,17 @@ def test_driver_errors_are_named(client: ComputeClient) -> None:
 def test_storage_reports_out_of_memory_as_memory_error(client: ComputeClient) -> None:
     with pytest.raises(MemoryError):
         client.server.storage.alloc(client.server.features.max_alloc_bytes + 1)
+
+
+def test_shared_memory_is_cleared_only_where_a_unit_may_read_before_it_is_written() -> None:
+    # reduce_sum stores s[UNIT_POS] for every unit, then waits: with one element per
+    # unit nothing is left to clear; with more elements than units, half is never
+    # written, and the cube clears it (and waits) first.
+    from cubecl_server.conformance import kernels as K
+
+    k = K.reduce_sum.ir(BLOCK=64)
+    exact = OpenclCompiler().compile(k, CubeDim(64), ExecutionMode.CHECKED).source
+    wider = OpenclCompiler().compile(k, CubeDim(32), ExecutionMode.CHECKED).source
+    assert "shared memory starts at zero" not in exact
+    assert "shared memory starts at zero" in wider
+    assert wider.count("barrier(") == exact.count("barrier(") + 1

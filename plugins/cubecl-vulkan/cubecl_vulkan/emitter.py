@@ -572,7 +572,7 @@ class SpirvEmitter(StructuredEmitter):
                 Op.UDiv, u32, cube, cx), cy), gy, Elem.U32),
             B.CUBE_POS_Z: self.sel(folded, self.val(Op.UDiv, u32, cube, cxy), gz, Elem.U32),
             B.CUBE_COUNT: total})
-        if self.kernel.shared:
+        if self.zeroed:
             self.used_builtins.add(B.UNIT_POS)
         for name in sorted(self.used_builtins, key=lambda n: n.value):
             self.builtin(name)
@@ -589,7 +589,7 @@ class SpirvEmitter(StructuredEmitter):
             arr = m.array(self.mty(la.elem), la.size)
             var = self.local(arr, m.null(arr))  # every element 0 at the start
             self.arrays_v[la.name] = _Array(la.name, var, la.elem, Storage.Function, la.size)
-        if self.kernel.shared:
+        if self.zeroed:
             self._zero_shared()
 
     def _scalar(self, elem: Elem, at: int) -> int:
@@ -613,13 +613,14 @@ class SpirvEmitter(StructuredEmitter):
     def _zero_shared(self) -> None:
         """Shared memory starts at zero: the cube's units clear it together, then wait."""
         u32 = self.ty(Elem.U32)
-        largest = max(sh.size for sh in self.kernel.shared)
+        cleared = [sh for sh in self.kernel.shared if sh.name in self.zeroed]
+        largest = max(sh.size for sh in cleared)
         z = self.local(u32)
         self.store(z, self.builtins[B.UNIT_POS])
 
         def body() -> None:
             at = self.load(u32, z)
-            for sh in self.kernel.shared:
+            for sh in cleared:
                 a = self.arrays_v[sh.name]
 
                 def clear(a: _Array = a, at: int = at) -> None:

@@ -134,3 +134,15 @@ def test_the_fold_is_two_specialization_constants() -> None:
     assert validate(_module(compiled)) is None
     assert compiled.source.count("OpSpecConstantFalse") == 2
     assert "SpecId 0" in compiled.source and "SpecId 1" in compiled.source
+
+
+def test_shared_memory_is_cleared_only_where_a_unit_may_read_before_it_is_written() -> None:
+    # As on opencl (the core's zeroing pass): one element per unit, stored before the
+    # first barrier, needs no clearing loop and no barrier of its own.
+    from cubecl_server.conformance import kernels as K
+
+    k = K.reduce_sum.ir(BLOCK=64)
+    compiler = VulkanCompiler(EVERYTHING)
+    exact = compiler.compile(k, CubeDim(64), ExecutionMode.CHECKED).source
+    wider = compiler.compile(k, CubeDim(32), ExecutionMode.CHECKED).source
+    assert wider.count("OpControlBarrier") == exact.count("OpControlBarrier") + 1
