@@ -55,6 +55,9 @@ class _Case:
     """The same algorithm in WGSL through wgpu-py: its dispatch + wait, its read."""
     target: float
     """How much slower than the hand-written kernel the generated one may be."""
+    repeat: int
+    """Samples of each (a full run): the tighter the target, the more it takes to tell
+    a 5% gap from this shared machine's noise."""
     variant: tuple[str, Setup] | None = None
     """Another way to write the kernel, timed on every backend as a row of its own (its
     label after the backend's name), outside the target."""
@@ -135,14 +138,14 @@ def _cases(quick: bool) -> list[_Case]:
 
     return [
         _Case(f"elementwise saxpy, {n:,} f32", 12 * n, 2 * n, numpy_saxpy, alpha * x + y,
-              1e-5, saxpy_with(saxpy_guarded), saxpy_cl, saxpy_wgsl, 1.05,
+              1e-5, saxpy_with(saxpy_guarded), saxpy_cl, saxpy_wgsl, 1.05, 25,
               (SAXPY_README, saxpy_with(saxpy))),
         _Case(f"row reduction (shared memory), {rows}x{cols} f32", 4 * rows * cols + 4 * rows,
               rows * cols, lambda: m.sum(axis=1), m.astype(np.float64).sum(axis=1), 1e-3,
-              reduce_on, reduce_cl, reduce_wgsl, 1.1),
+              reduce_on, reduce_cl, reduce_wgsl, 1.1, 15),
         _Case(f"tiled matmul ({TILE}x{TILE} shared tiles), {k}x{k} f32", 12 * k * k,
               2 * k ** 3, lambda: a @ b, a.astype(np.float64) @ b, 1e-3, matmul_on, matmul_cl,
-              matmul_wgsl, 1.1),
+              matmul_wgsl, 1.1, 9),
     ]
 
 
@@ -234,7 +237,7 @@ def run(ctx: Context) -> list[Figure]:
             if err > case.tolerance:
                 wrong.append(f"{hand} gave a wrong result (max relative error {err:.2e})")
             fns[hand] = launch
-        t = compare(fns, repeat=ctx.repeat(3, 7), number=1)
+        t = compare(fns, repeat=ctx.repeat(3, case.repeat), number=1)
         targets = []
         for backend in hands:
             r = ratio(t[backend], t[f"{backend} hand-written"])

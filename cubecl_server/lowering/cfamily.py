@@ -790,29 +790,39 @@ class CEmitter(StructuredEmitter):
     def stmt_for(self, s: ir.For) -> None:
         """Python's ``range``: the bounds evaluated once, into a counter of our own.
 
-        A step of 1 (or -1) cannot step past the end: ``k < stop`` held before it. A
-        longer one steps only while the distance left (in the unsigned type: it fits)
-        is greater than the step, else jumps to ``stop``, so ``k`` never wraps into
-        extra iterations.
+        A step of 1 (or -1) counts the variable itself: ``k < stop`` held before it, so
+        it cannot step past the end. A longer step counts iterations instead: the trip
+        count is computed once in the unsigned type (where the distance fits) and the
+        variable is ``start + i * step``, so nothing wraps into extra iterations and the
+        compiler sees a canonical loop (on PoCL a tiled matmul whose loop steps by 16
+        ran about 1.25x faster so than checking the distance left at each step).
         """
         t, step = self.locals[s.var].elem, int(s.step.value)
         ct, k, stop = self.ctype(t), self.temp(), self.temp()
         self.line(f"{{ const {ct} {stop} = {self.expr(s.stop)};", ir.format_stmt(s))
+        unroll = self.d.unroll if s.unroll else ""
         if abs(step) == 1:
-            advance = f"{k} {'+' if step > 0 else '-'}= {self.literal(1, t)}"
+            if unroll:
+                self.line(unroll)
+            self.line(f"for ({ct} {k} = {self.expr(s.start)}; {k} {'<' if step > 0 else '>'} "
+                      f"{stop}; {k} {'+' if step > 0 else '-'}= {self.literal(1, t)}) {{")
+            value = k
         else:
             u = UNSIGNED[t]
-            far, near = (stop, k) if step > 0 else (k, stop)
-            if t.is_signed:
-                far, near = self.d.bitcast(self, far, t, u), self.d.bitcast(self, near, t, u)
-            advance = (f"{k} = ({far} - {near}) > {self.literal(abs(step), u)} ? "
-                       f"{k} + {self.literal(step, t)} : {stop}")
-        if s.unroll and self.d.unroll:
-            self.line(self.d.unroll)
-        self.line(f"for ({ct} {k} = {self.expr(s.start)}; {k} {'<' if step > 0 else '>'} "
-                  f"{stop}; {advance}) {{")
+            cu, first, trips = self.ctype(u), self.temp(), self.temp()
+            one, size = self.literal(1, u), self.literal(abs(step), u)
+            far, near = (stop, first) if step > 0 else (first, stop)
+            self.line(f"const {ct} {first} = {self.expr(s.start)};")
+            self.line(f"const {cu} {trips} = {first} {'<' if step > 0 else '>'} {stop} ? "
+                      f"(({cu})({self.cast(far, t, u)} - {self.cast(near, t, u)}) - {one}) / "
+                      f"{size} + {one} : {self.literal(0, u)};")
+            if unroll:
+                self.line(unroll)
+            self.line(f"for ({cu} {k} = {self.literal(0, u)}; {k} < {trips}; {k}++) {{")
+            value = self.cast(f"(({cu})({self.cast(first, t, u)} {'+' if step > 0 else '-'} "
+                              f"{k} * {size}))", u, t)
         with self.nested():
-            self.line(f"l_{self.stems[s.var]} = {k};")
+            self.line(f"l_{self.stems[s.var]} = {value};")
             self.block(s.body)
         self.line("} }")
 
