@@ -562,6 +562,8 @@ def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:
 def _map_loads(k: ir.Kernel) -> tuple[tuple[int, int, int], ...]:
     """:attr:`_Plan.maps` of ``k``: each tensor-map parameter's position, and the rank
     and box elements of its loads."""
+    if not any(p.tensor_map for p in k.params):
+        return ()
     loads = {n.map: n for n in ir.walk(k.body) if isinstance(n, ir.TensorMapLoad)}
     shared = {sh.name: sh.size for sh in k.shared}
     out = []

@@ -773,6 +773,25 @@ class Kernel:
                 written.add(n.shared)
         return frozenset(read), frozenset(written)
 
+    @cached_property
+    def elems(self) -> frozenset[Elem]:
+        """Every element type the kernel declares or computes with, casts and
+        constants included: what a device must support to run it."""
+        found = {elem_of(d.elem)
+                 for d in (*self.params, *self.locals, *self.shared, *self.local_arrays)}
+        names_of = _FIELD_NAMES.get
+        for node in walk(self.body):
+            names = names_of(type(node), _UNSEEN)
+            if names is _UNSEEN:
+                names = _field_names(type(node))
+            for name in names or ():
+                value = getattr(node, name)
+                if type(value) is Elem:
+                    found.add(value)
+                elif type(value) is Line:
+                    found.add(value.elem)
+        return frozenset(found)
+
 
 # ---------------------------------------------------------------- traversal
 
@@ -938,10 +957,12 @@ def kernel_to_json(kernel: Kernel) -> str:
 
 
 def kernel_from_json(text: str, loc: SourceLoc | None = None,
-                     access: tuple[frozenset[str], frozenset[str]] | None = None) -> Kernel:
+                     access: tuple[frozenset[str], frozenset[str]] | None = None,
+                     elems: frozenset[Elem] | None = None) -> Kernel:
     """Rebuild a kernel from :func:`to_json` output, with its ``loc`` and, when given,
-    its :attr:`Kernel.array_access`. Its digest is the SHA-256 of ``text``, not of a
-    new encoding: to_json's output is canonical, so that is the digest it would give.
+    its :attr:`Kernel.array_access` and :attr:`Kernel.elems`. Its digest is the SHA-256
+    of ``text``, not of a new encoding: to_json's output is canonical, so that is the
+    digest it would give.
 
     Raises ValueError when ``text`` is not a serialised kernel.
     """
@@ -956,6 +977,8 @@ def kernel_from_json(text: str, loc: SourceLoc | None = None,
     kernel.__dict__["digest"] = hashlib.sha256(text.encode()).hexdigest()
     if access is not None:
         kernel.__dict__["array_access"] = access
+    if elems is not None:
+        kernel.__dict__["elems"] = elems
     return kernel
 
 

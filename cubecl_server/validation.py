@@ -7,14 +7,12 @@ same way on every backend, instead of as a backend compiler's message.
 
 from __future__ import annotations
 
-import dataclasses
-
 from cubecl_server import ir
 from cubecl_server.device import MAX_UNITS, Capabilities
 from cubecl_server.errors import LaunchError
 from cubecl_server.kernel import CubeCount, CubeDim
 
-__all__ = ["check_launch", "cube_count_error", "elems_used", "shared_memory_bytes",
+__all__ = ["check_launch", "cube_count_error", "shared_memory_bytes",
            "uses_barrier"]
 
 _INT64 = frozenset({ir.Elem.I64, ir.Elem.U64})
@@ -30,20 +28,6 @@ def uses_barrier(kernel: ir.Kernel) -> bool:
     return any(isinstance(n, ir.Barrier) for n in ir.walk(kernel.body))
 
 
-def elems_used(kernel: ir.Kernel) -> frozenset[ir.Elem]:
-    """Every element type ``kernel`` declares or computes with, casts and constants
-    included: what a device must support to run it."""
-    found = {d.elem for d in (*kernel.params, *kernel.locals, *kernel.shared)}
-    for node in ir.walk(kernel.body):
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
-            if isinstance(value, ir.Elem):
-                found.add(value)
-            elif isinstance(value, ir.Line):
-                found.add(value.elem)
-    return frozenset(found)
-
-
 def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> None:
     """Raise ``LaunchError`` when the device cannot run ``kernel`` in cubes of
     ``cube_dim``: more units per cube, or more shared memory, than it has, a 64-, 8- or
@@ -56,14 +40,13 @@ def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities) -> No
             f"{cube_dim.total} units exceeds the device's max_cube_dim of "
             f"{caps.max_cube_dim}; use a smaller CubeDim and more cubes")
     if not caps.int64:
-        wide = sorted(e.value for e in elems_used(kernel) if e in _INT64)
+        wide = sorted(e.value for e in kernel.elems if e in _INT64)
         if wide:
             raise LaunchError(
                 f"kernel {kernel.name!r} uses {' and '.join(wide)}, and the device has no "
                 "64-bit integers (Capabilities.int64 is False); use i32/u32")
     for bits, present in ((8, caps.int8), (16, caps.int16)):
-        narrow = sorted(e.value for e in map(ir.elem_of, elems_used(kernel))
-                        if e.is_narrow and e.bits == bits)
+        narrow = sorted(e.value for e in kernel.elems if e.is_narrow and e.bits == bits)
         if narrow and not present:
             raise LaunchError(
                 f"kernel {kernel.name!r} uses {' and '.join(narrow)}, and the device has no "

@@ -200,6 +200,18 @@ def test_the_stored_ir_is_the_parsed_ir(tmp_path: Path) -> None:
                                                          frozenset({"out"}))
 
 
+def test_a_kernel_from_the_store_brings_what_a_launch_checks() -> None:
+    # The element types and the arrays read and written come with the entry, so a
+    # warm process checks a launch against the device without walking the IR.
+    parsed = kernel(_axpb.fn).ir()
+    stored = kernel(_axpb.fn).ir()
+    assert {"elems", "array_access"} <= stored.__dict__.keys()
+    walked = ir.kernel_from_json(ir.to_json(parsed))
+    assert "elems" not in walked.__dict__
+    assert stored.elems == walked.elems == parsed.elems
+    assert {ir.Elem.F32, ir.Elem.U32} <= stored.elems
+
+
 def _launch(c: ComputeClient) -> KernelFunction:
     """Launch a new KernelFunction of ``_axpb`` (which asks the store, as a fresh process
     would) on fresh data, and check the result against NumPy."""

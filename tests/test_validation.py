@@ -23,7 +23,7 @@ from cubecl_server.lang import (
     u32,
     u64,
 )
-from cubecl_server.validation import check_launch, elems_used, shared_memory_bytes
+from cubecl_server.validation import check_launch, shared_memory_bytes
 
 
 @kernel
@@ -72,7 +72,7 @@ def high_word(a: Array[u32], out: Array[u32]) -> None:
 
 def test_a_device_without_64_bit_integers_refuses_a_kernel_using_them() -> None:
     k = high_word.ir()
-    assert ir.Elem.U64 in elems_used(k)
+    assert ir.Elem.U64 in k.elems
     caps = create_client("cpu").capabilities
     check_launch(k, CubeDim(32), caps)
     with pytest.raises(LaunchError, match=r"'high_word' uses u64, and the device has no "

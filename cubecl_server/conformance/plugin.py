@@ -160,14 +160,14 @@ def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
     to compile and run ``kernel`` in cubes of ``cube_dim``: read from its IR, so a test
     that only lowers a kernel skips on a device that could never launch it."""
     from cubecl_server import ir as _ir
-    from cubecl_server.validation import elems_used, shared_memory_bytes, uses_barrier
+    from cubecl_server.validation import shared_memory_bytes, uses_barrier
 
     needs = [f"cube_dim:{cube_dim.total}"]
-    elems = elems_used(kernel)
+    elems = kernel.elems
     needs += [e.value for e in (_ir.Elem.F64, _ir.Elem.F16) if e in elems]
     if elems & {_ir.Elem.I64, _ir.Elem.U64}:
         needs.append("int64")
-    needs += sorted({f"int{e.bits}" for e in map(_ir.elem_of, elems) if e.is_narrow})
+    needs += sorted({f"int{e.bits}" for e in elems if e.is_narrow})
     if kernel.shared:
         needs.append(f"shared_memory:{shared_memory_bytes(kernel)}")
     needs += sorted({f"line:{p.line}" for p in kernel.params if p.line > 1})

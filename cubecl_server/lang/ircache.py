@@ -62,6 +62,9 @@ _MAX_LINKS = 16
 """Links a lookup follows at most (a parse adds one, so chains stay short)."""
 _MAX_READS = 100_000
 """Reads one link may name (anything longer is not a link this module wrote)."""
+_ELEMS = {e.value: e for e in ir.Elem}
+"""Element types by name: an entry keeps the kernel's (:attr:`~cubecl_server.ir.Kernel.elems`),
+which a launch checks against the device, so that a warm process need not walk the IR."""
 
 
 @cache
@@ -196,8 +199,10 @@ def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
                params: tuple[ir.Param, ...], bound: tuple[tuple[str, Any], ...]) -> ir.Kernel:
     """The kernel a chain's end holds; CorruptEntry if it is not the one asked for."""
     line, read, written = header.get("line"), header.get("read"), header.get("written")
+    elems = header.get("elems")
     if not (isinstance(line, int) and isinstance(read, list) and isinstance(written, list)
-            and all(isinstance(n, str) for n in (*read, *written))):
+            and all(isinstance(n, str) for n in (*read, *written))
+            and isinstance(elems, list) and all(e in _ELEMS for e in elems)):
         raise CorruptEntry("an IR entry without its line and launch plan")
     # Decoding makes thousands of acyclic nodes for a large kernel: a collection of
     # every generation in the middle of it (long, after a large import such as CuPy)
@@ -207,7 +212,7 @@ def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
     try:
         kernel = ir.kernel_from_json(
             payload.decode("utf-8"), ir.SourceLoc(code_location(fn)[0], line),
-            (frozenset(read), frozenset(written)))
+            (frozenset(read), frozenset(written)), frozenset(_ELEMS[e] for e in elems))
     except (UnicodeDecodeError, ValueError) as e:
         raise CorruptEntry(str(e)) from None
     finally:
@@ -267,7 +272,8 @@ def _store_chain(store: _IrStore, walk: _Walk, reads: Reads, kernel: ir.Kernel,
     read, written = kernel.array_access
     assert kernel.loc is not None
     store.put(key, _KERNEL, {"line": kernel.loc.line, "read": sorted(read),
-                             "written": sorted(written)}, text.encode())
+                             "written": sorted(written),
+                             "elems": sorted(e.value for e in kernel.elems)}, text.encode())
 
 
 def cached_kernel(fn: Callable[..., Any], sig: KernelSignature,
