@@ -33,7 +33,7 @@ class CompilationError(CubeclError):
     """A backend could not compile a kernel: unsupported instruction, failed
     validation, or its compiler's own failure.
 
-    ``log`` is what the backend's compiler said (build log, glslang or NVRTC output),
+    ``log`` is what the backend's compiler said (OpenCL build log, spirv-val or NVRTC output),
     kept whole so the person reading it sees the line that failed.
     """
 

@@ -91,11 +91,11 @@ class CompiledKernel:
 
     ``name`` is the IR kernel's name (what errors and records name it by);
     ``entry_point`` the symbol of the generated function the device calls;
-    ``source`` the text the backend finalizes (OpenCL C, GLSL, CUDA C++, NumPy
-    Python); ``extension`` that text's file extension (``cl``, ``comp``, ``cu``,
-    ``py``), for whoever writes it to a file to read or build it by hand - the core
-    does not read it; ``repr`` is the backend's own representation (a parameter
-    layout, say), kept for finalize and never stored.
+    ``source`` the text the backend finalizes (OpenCL C, CUDA C++, NumPy Python) or a
+    readable listing of what it does (SPIR-V); ``extension`` that text's file extension
+    (``cl``, ``cu``, ``py``, ``spv.txt``), for whoever writes it to a file to read or
+    build it by hand - the core does not read it; ``repr`` is the backend's own
+    representation (a parameter layout, say), kept for finalize and never stored.
     """
 
     name: str

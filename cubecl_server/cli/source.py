@@ -45,9 +45,9 @@ def add_source_command(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "source", help="print the source a backend generates for a kernel",
         description="Import FILE.py, find the @kernel KERNEL in it and print the source "
-                    "the backend's Compiler generates for it (OpenCL C, GLSL, CUDA C++, "
-                    "NumPy Python) for the cube dim and comptime values given. Nothing is "
-                    "built, stored or loaded.")
+                    "the backend's Compiler generates for it (OpenCL C, a SPIR-V listing, "
+                    "CUDA C++, NumPy Python) for the cube dim and comptime values given. "
+                    "Nothing is built, stored or loaded.")
     parser.add_argument("target", metavar="FILE.py:KERNEL",
                         help="the file defining the kernel, and the kernel's name in it")
     parser.add_argument("--backend", help="backend name (default: CUBECL_BACKEND or cpu)")

@@ -80,7 +80,7 @@ class ArtifactCompiler(Protocol, Generic[ArtifactOf, VariantOf]):
         ...
 
     def finalize(self, compiled: CompiledKernel, recording: CompilationRecording) -> ArtifactOf:
-        """Turn lowered source into the artifact (OpenCL build, glslang, NVRTC...);
+        """Turn lowered source into the artifact (OpenCL build, SPIR-V module, NVRTC...);
         the loader times it as the stage ``finalize``.
 
         Raise ``CompilationError`` carrying the backend's log when it fails.

@@ -2,7 +2,7 @@
 
 :func:`source_of` runs a client's compile path up to its first step only: the kernel
 is parsed for its comptime values, checked as the loader checks it, and lowered by the
-backend's ``ArtifactCompiler``. Nothing is built (no OpenCL build, glslang or NVRTC),
+backend's ``ArtifactCompiler``. Nothing is built (no OpenCL build, Vulkan pipeline or NVRTC),
 stored or loaded, so it shows what the backend made of a kernel even when building that
 fails. ``cubecl-server source`` prints it from the command line.
 """
@@ -37,7 +37,7 @@ def _cube_dim(value: object) -> CubeDim:
 def source_of(client: ComputeClient, kernel: Launchable,
               cube_dim: CubeDim | int | tuple[int, ...], /, **comptime: Any) -> str:
     """The source ``client``'s backend generates for ``kernel`` (a ``@kernel``
-    function) in cubes of ``cube_dim`` with the ``comptime`` values: OpenCL C, GLSL,
+    function) in cubes of ``cube_dim`` with the ``comptime`` values: OpenCL C, a SPIR-V listing,
     CUDA C++ or NumPy Python, as its Compiler wrote it.
 
     Raises KernelSyntaxError for a kernel outside the language, TypeError for a wrong
