@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -40,7 +41,7 @@ __all__ = [
     "For", "While", "Break", "Continue", "Return",
     "Barrier", "AtomicStmt", "AtomicOp", "TensorMapLoad", "Kernel", "Expr", "Stmt",
     "to_json", "from_json", "kernel_to_json", "kernel_from_json", "format_expr",
-    "format_stmt", "format_kernel", "walk",
+    "format_stmt", "format_kernel", "walk", "assigned_names",
 ]
 
 
@@ -838,6 +839,18 @@ def walk(nodes: tuple[Any, ...] | Any) -> Any:
         children.reverse()
         stack.extend(children)
 
+
+
+def assigned_names(stmts: tuple[Stmt, ...]) -> Iterator[str]:
+    """The local each assignment under ``stmts`` writes, once per assignment, nested
+    blocks included: ``Assign``, a ``For``'s variable, an atomic's result."""
+    for n in walk(stmts):
+        if isinstance(n, Assign):
+            yield n.name
+        elif isinstance(n, For):
+            yield n.var
+        elif isinstance(n, AtomicStmt) and n.result is not None:
+            yield n.result
 
 # ---------------------------------------------------------------- serialisation
 

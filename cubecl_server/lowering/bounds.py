@@ -132,19 +132,6 @@ def _pure(e: ir.Expr) -> bool:
     return all(isinstance(n, _PURE) for n in ir.walk(e))
 
 
-def _assigned(stmts: tuple[ir.Stmt, ...]) -> set[str]:
-    """Every local ``stmts`` may assign, nested blocks included."""
-    out: set[str] = set()
-    for n in ir.walk(stmts):
-        if isinstance(n, ir.Assign):
-            out.add(n.name)
-        elif isinstance(n, ir.For):
-            out.add(n.var)
-        elif isinstance(n, ir.AtomicStmt) and n.result is not None:
-            out.add(n.result)
-    return out
-
-
 @dataclass
 class _Loop:
     breaks: list[_State] = field(default_factory=list)
@@ -407,7 +394,7 @@ class _Analysis:
         r = (start[0], stop[1] - 1) if step > 0 else (stop[0] + 1, start[1])
         if r[0] <= r[1]:
             out.ranges[loop.var] = r
-        changed = _assigned(body) | {loop.var}
+        changed = set(ir.assigned_names(body)) | {loop.var}
         if _pure(loop.stop) and not changed & set(_vars(loop.stop)):
             v = ir.Var(loop.var, self.types[loop.var])
             fact = ("lt", v, loop.stop) if step > 0 else ("lt", loop.stop, v)

@@ -39,21 +39,9 @@ def shared_to_zero(kernel: ir.Kernel, cube_dim: CubeDim) -> frozenset[str]:
     """The names of ``kernel``'s shared arrays that must be cleared at the start of
     each cube when it runs with ``cube_dim`` (see the module)."""
     units = cube_dim.x * cube_dim.y * cube_dim.z
-    assigned = Counter(_assignments(kernel.body))
+    assigned = Counter(ir.assigned_names(kernel.body))
     return frozenset(sh.name for sh in kernel.shared
                      if sh.size != units or not _written_first(kernel.body, sh.name, assigned))
-
-
-def _assignments(stmts: tuple[ir.Stmt, ...]) -> list[str]:
-    out: list[str] = []
-    for n in ir.walk(stmts):
-        if isinstance(n, ir.Assign):
-            out.append(n.name)
-        elif isinstance(n, ir.For):
-            out.append(n.var)
-        elif isinstance(n, ir.AtomicStmt) and n.result is not None:
-            out.append(n.result)
-    return out
 
 
 def _touches(node: ir.Stmt | ir.Expr, name: str) -> bool:
