@@ -840,7 +840,6 @@ def walk(nodes: tuple[Any, ...] | Any) -> Any:
         stack.extend(children)
 
 
-
 def assigned_names(stmts: tuple[Stmt, ...]) -> Iterator[str]:
     """The local each assignment under ``stmts`` writes, once per assignment, nested
     blocks included: ``Assign``, a ``For``'s variable, an atomic's result."""
@@ -851,6 +850,7 @@ def assigned_names(stmts: tuple[Stmt, ...]) -> Iterator[str]:
             yield n.var
         elif isinstance(n, AtomicStmt) and n.result is not None:
             yield n.result
+
 
 # ---------------------------------------------------------------- serialisation
 

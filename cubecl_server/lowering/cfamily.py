@@ -795,8 +795,8 @@ class CEmitter(StructuredEmitter):
         count is computed once in the unsigned type (where the distance fits) and the
         variable is ``start + i * step``, so nothing wraps into extra iterations and the
         compiler sees a canonical loop (on PoCL a tiled matmul whose loop steps by 16
-        ran about 1.25x faster so than checking the distance left at each step).
-        """
+        ran about 1.25x faster this way than with the distance left checked at each
+        step)."""
         t, step = self.locals[s.var].elem, int(s.step.value)
         ct, k, stop = self.ctype(t), self.temp(), self.temp()
         self.line(f"{{ const {ct} {stop} = {self.expr(s.stop)};", ir.format_stmt(s))
