@@ -138,14 +138,14 @@ def _cases(quick: bool) -> list[_Case]:
 
     return [
         _Case(f"elementwise saxpy, {n:,} f32", 12 * n, 2 * n, numpy_saxpy, alpha * x + y,
-              1e-5, saxpy_with(saxpy_guarded), saxpy_cl, saxpy_wgsl, 1.05, 25,
+              1e-5, saxpy_with(saxpy_guarded), saxpy_cl, saxpy_wgsl, 1.05, 41,
               (SAXPY_README, saxpy_with(saxpy))),
         _Case(f"row reduction (shared memory), {rows}x{cols} f32", 4 * rows * cols + 4 * rows,
               rows * cols, lambda: m.sum(axis=1), m.astype(np.float64).sum(axis=1), 1e-3,
               reduce_on, reduce_cl, reduce_wgsl, 1.1, 15),
         _Case(f"tiled matmul ({TILE}x{TILE} shared tiles), {k}x{k} f32", 12 * k * k,
               2 * k ** 3, lambda: a @ b, a.astype(np.float64) @ b, 1e-3, matmul_on, matmul_cl,
-              matmul_wgsl, 1.1, 9),
+              matmul_wgsl, 1.1, 13),
     ]
 
 

@@ -7,6 +7,7 @@ samples (:func:`ratio`) rather than as a ratio of two numbers taken minutes apar
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -87,8 +88,11 @@ def measure(fn: Callable[[], object], repeat: int = 5, number: int = 1,
 def compare(fns: Mapping[str, Callable[[], object]], repeat: int = 5, number: int = 1,
             warmup: int = 1) -> dict[str, Timings]:
     """Time several callables against each other, interleaved: each repeat takes one
-    sample of every callable, in an order rotated from repeat to repeat, so that drift
-    of the machine falls on all of them alike. Sample ``i`` of each is paired."""
+    sample of every callable, in an order shuffled from repeat to repeat (the same
+    shuffles every run), so that neither the machine's drift nor what ran just before
+    falls on one of them more than on the others: a rotation would leave each always
+    after the same neighbour (a NumPy call whose BLAS threads still spin, say). Sample
+    ``i`` of each is paired."""
     if repeat < 1 or number < 1 or warmup < 0:
         raise ValueError("repeat and number must be >= 1 and warmup >= 0")
     names = list(fns)
@@ -96,9 +100,9 @@ def compare(fns: Mapping[str, Callable[[], object]], repeat: int = 5, number: in
         for _ in range(warmup):
             fns[name]()
     samples: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeat):
-        shift = r % len(names) if names else 0
-        for name in names[shift:] + names[:shift]:
+    shuffles = random.Random(0)
+    for _ in range(repeat):
+        for name in shuffles.sample(names, len(names)):
             samples[name].append(_sample(fns[name], number))
     return {name: _timings(samples[name], number) for name in names}
 

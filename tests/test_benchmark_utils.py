@@ -79,13 +79,21 @@ def test_measure_rejects_bad_counts() -> None:
         measure(lambda: None, number=0)
 
 
-def test_compare_interleaves_and_rotates() -> None:
+def test_compare_interleaves_in_shuffled_orders() -> None:
     order: list[str] = []
-    fns = {name: (lambda n=name: order.append(n)) for name in "abc"}
-    out = compare(fns, repeat=3, number=1, warmup=0)
-    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
-    assert set(out) == {"a", "b", "c"}
-    assert all(len(t.samples) == 3 for t in out.values())
+    fns = {name: (lambda n=name: order.append(n)) for name in "abcd"}
+    out = compare(fns, repeat=40, number=1, warmup=0)
+    rounds = [order[i:i + 4] for i in range(0, len(order), 4)]
+    assert all(sorted(r) == list("abcd") for r in rounds)  # one sample of each per repeat
+    # No callable always runs right after the same one (as a rotation would have it).
+    before = {name: {r[r.index(name) - 1] for r in rounds if r[0] != name} for name in "abcd"}
+    assert all(len(b) >= 2 for b in before.values())
+    again: list[str] = []
+    compare({name: (lambda n=name: again.append(n)) for name in "abcd"}, repeat=40,
+            number=1, warmup=0)
+    assert again == order  # the same orders every run
+    assert set(out) == set("abcd")
+    assert all(len(t.samples) == 40 for t in out.values())
 
 
 def test_throughput_units() -> None:
