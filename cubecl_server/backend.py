@@ -40,18 +40,19 @@ if TYPE_CHECKING:
     from cubecl_server.execution import ExecutionMode
     from cubecl_server.kernel import CompiledKernel, CubeCount, CubeDim
     from cubecl_server.lowering import (
+        ALL_BUILTINS,
         UNSIGNED,
         ArrayRef,
         CDialect,
         CEmitter,
-        InBounds,
         InfoEntry,
         InfoLayout,
         InfoWords,
+        Native,
         StandardC,
         StructuredEmitter,
         fold_count,
-        in_bounds,
+        lower,
         metadata_kind,
     )
     from cubecl_server.metadata_cache import MetadataCache
@@ -85,8 +86,8 @@ __all__ = [
     "DriverError", "LaunchError", "code_names", "driver_error",
     # Lowering: the emitter skeleton, and the C-family emitter with its dialects
     "StructuredEmitter", "CEmitter", "CDialect", "StandardC", "ArrayRef", "UNSIGNED",
-    # Checked mode's bounds checks an emitter may leave out
-    "InBounds", "in_bounds",
+    # What a target computes itself, and the passes that lower the rest to the core IR
+    "Native", "lower", "ALL_BUILTINS",
     # What a launch passes besides its arrays, and folding a grid past a dispatch limit
     "InfoEntry", "InfoLayout", "InfoWords", "fold_count", "metadata_kind",
     # Where a launch's info words live, when they are passed through a buffer
@@ -115,9 +116,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
                              "CubeclError", "LaunchError"),
     "cubecl_server.execution": ("ExecutionMode",),
     "cubecl_server.kernel": ("CompiledKernel", "CubeCount", "CubeDim"),
-    "cubecl_server.lowering": ("UNSIGNED", "ArrayRef", "CDialect", "CEmitter", "InBounds",
-                               "InfoEntry", "InfoLayout", "InfoWords", "StandardC",
-                               "StructuredEmitter", "fold_count", "in_bounds",
+    "cubecl_server.lowering": ("ALL_BUILTINS", "UNSIGNED", "ArrayRef", "CDialect",
+                               "CEmitter", "InfoEntry", "InfoLayout", "InfoWords", "Native",
+                               "StandardC", "StructuredEmitter", "fold_count", "lower",
                                "metadata_kind"),
     "cubecl_server.metadata_cache": ("MetadataCache",),
     "cubecl_server.plugins.descriptor": ("BackendDescriptor", "Runtime"),

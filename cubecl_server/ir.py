@@ -37,7 +37,8 @@ __all__ = [
     "Const", "Var", "Builtin", "BuiltinName", "Binary", "BinOp", "Unary", "UnOp",
     "Math", "MathFn", "Cast", "Bitcast", "Select", "Load", "Len", "Shape", "Stride", "PlaneOp",
     "BufferLen", "Rank", "SyncPlane",
-    "PlaneFn", "LineFill", "LineElement", "LineReduce", "ReduceFn", "Assign", "Store", "If",
+    "PlaneFn", "LineFill", "LineElement", "LineReduce", "LineMake", "ReduceFn", "Assign",
+    "Store", "If",
     "For", "While", "Break", "Continue", "Return",
     "Barrier", "AtomicStmt", "AtomicOp", "TensorMapLoad", "Kernel", "Expr", "Stmt",
     "to_json", "from_json", "kernel_to_json", "kernel_from_json", "format_expr",
@@ -580,8 +581,18 @@ class LineReduce:
     type: Elem
 
 
+@dataclass(frozen=True)
+class LineMake:
+    """A line of ``type`` made of ``parts``, one expression of its element type per
+    element, in order. The frontend makes none; the lowering passes do."""
+
+    parts: tuple[Expr, ...]
+    type: Line
+
+
 Expr = (Const | Var | Builtin | Binary | Unary | Math | Cast | Bitcast | Select | Load | Len
-        | Shape | Stride | PlaneOp | LineFill | LineElement | LineReduce | BufferLen | Rank)
+        | Shape | Stride | PlaneOp | LineFill | LineElement | LineReduce | BufferLen | Rank
+        | LineMake)
 
 # ---------------------------------------------------------------- statements
 
@@ -859,7 +870,7 @@ _NODES: dict[str, type] = {
         Param, Local, SharedArray, LocalArray, Const, Var, Builtin, Binary, Unary, Math,
         Cast, Bitcast, Select, Load, Len, Shape, Stride, PlaneOp, Assign, Store, If, For,
         While, Break, Continue, Return, Barrier, AtomicStmt, Kernel, Line, LineFill,
-        LineElement, LineReduce, BufferLen, Rank, SyncPlane, TensorMapLoad,
+        LineElement, LineReduce, BufferLen, Rank, SyncPlane, TensorMapLoad, LineMake,
     )
 }
 _ENUMS: dict[str, type[enum.Enum]] = {
@@ -1039,6 +1050,8 @@ def format_expr(e: Expr) -> str:
             return f"{format_expr(x)}[{i}]"
         case LineReduce(fn=fn, x=x):
             return f"line_{fn.value}({format_expr(x)})"
+        case LineMake(parts=parts):
+            return f"line_of({', '.join(format_expr(p) for p in parts)})"
     raise TypeError(f"not an IR expression: {e!r}")
 
 

@@ -468,6 +468,14 @@ class _Checker:
                     raise _Violation(f"the element index {index!r} is not a constant in "
                                      f"0..{line.size - 1}", e)
                 self.typed(e, line.elem, f"the line is {line.value}")
+            case ir.LineMake(parts=parts, type=t):
+                self.valid(t, e)
+                if not isinstance(t, ir.Line) or len(parts) != t.size:
+                    raise _Violation(f"a line made of {len(parts)} parts is typed "
+                                     f"{t.value}, not a line of as many", e)
+                for x in parts:
+                    self.expr(x)
+                    self.typed(x, t.elem, f"the line made is {t.value}")
             case ir.LineReduce(fn=fn, x=x):
                 if not isinstance(fn, ir.ReduceFn):
                     raise _Violation(f"{fn!r} is not a ReduceFn", e)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cubecl_server import ir
 from cubecl_server.id import KernelId
 
 __all__ = ["CubeCount", "CubeDim", "CompiledKernel", "Launchable"]
@@ -95,7 +96,10 @@ class CompiledKernel:
     readable listing of what it does (SPIR-V); ``extension`` that text's file extension
     (``cl``, ``cu``, ``py``, ``spv.txt``), for whoever writes it to a file to read or
     build it by hand - the core does not read it; ``repr`` is the backend's own
-    representation (a parameter layout, say), kept for finalize and never stored.
+    representation (a parameter layout, say), kept for finalize and never stored;
+    ``core`` the kernel in the core IR the backend's emitter wrote
+    (:func:`cubecl_server.lowering.lower`'s output, what ``cubecl-server source --core``
+    prints), where it has one.
     """
 
     name: str
@@ -103,6 +107,7 @@ class CompiledKernel:
     source: str
     extension: str
     repr: Any = None
+    core: ir.Kernel | None = None
 
 
 class Launchable(Protocol):

@@ -1,4 +1,4 @@
-"""The bounds pass (``cubecl_server/lowering/bounds.py``): which accesses it proves inside
+"""The bounds pass (``cubecl_server.lowering.passes.bounds.py``): which accesses it proves inside
 their array, which look-alikes it leaves checked, and that emitters lower the proven
 ones without their check. The values each access gives on every backend are the
 conformance suite's (``suite/test_bounds.py``)."""
@@ -27,7 +27,8 @@ from cubecl_server.lang import (
     shared,
     u32,
 )
-from cubecl_server.lowering.bounds import in_bounds
+from cubecl_server.lowering.passes.bounds import in_bounds
+from cubecl_server.lowering.passes.checked import check_accesses
 
 
 def _verdicts(k: KernelFunction, dim: CubeDim, **comptime: object) -> list[tuple[str, bool]]:
@@ -129,14 +130,16 @@ def test_line_arrays_are_never_proven() -> None:
     assert _verdicts(_lines, CubeDim(64), line_size=4) == [("out[i]", False), ("x[i]", False)]
 
 
-def test_emitters_leave_out_the_checks_proven() -> None:
-    checked = CpuCompiler().compile(matmul.ir(), CubeDim(16, 16), ExecutionMode.CHECKED).source
-    # The four shared accesses are unchecked, the global loads and the store checked.
-    assert checked.count("_s.load_shared(") == 2 and checked.count(", False)") == 4
-    assert checked.count("_s.load(") == 2 and checked.count("_s.store(") == 1
-    unchecked = CpuCompiler().compile(matmul.ir(), CubeDim(16, 16),
-                                      ExecutionMode.UNCHECKED).source
-    assert "_s.load(" not in unchecked and "_s.load_unchecked(" in unchecked
+def test_the_checked_pass_leaves_out_the_checks_proven() -> None:
+    kernel = matmul.ir()
+    core = check_accesses(kernel, in_bounds(kernel, CubeDim(16, 16)))
+    # The four shared accesses stay unchecked; the global loads and the store are checked.
+    assert sorted(n.array for n in ir.walk(core.body) if isinstance(n, ir.BufferLen)) == [
+        "a", "b", "c"]
+    ifs = [n for n in ir.walk(core.body) if isinstance(n, ir.If)]
+    assert len(ifs) - len([n for n in ir.walk(kernel.body) if isinstance(n, ir.If)]) == 3
+    unchecked = CpuCompiler().compile(kernel, CubeDim(16, 16), ExecutionMode.UNCHECKED).source
+    assert "buffer_len" not in unchecked
 
 
 def test_views_keep_the_guards_by_len_sound() -> None:

@@ -1,5 +1,5 @@
 """Which shared arrays are cleared at the start of a cube
-(``cubecl_server/lowering/zeroing.py``): those every unit writes before any can read
+(``cubecl_server.lowering.passes.zeroing.py``): those every unit writes before any can read
 are not, and their look-alikes are. The emitted code of each GPU backend is its own
 tests'; what the kernels compute on every backend is the conformance suite's (the
 reductions of ``suite/test_kernels.py``)."""
@@ -11,7 +11,7 @@ import pytest
 from benchmarks.kernels import matmul, reduce_rows
 from cubecl_server.backend import CubeDim
 from cubecl_server.lang import UNIT_POS, Array, KernelFunction, f32, kernel, shared, sync_cube
-from cubecl_server.lowering.zeroing import shared_to_zero
+from cubecl_server.lowering.passes.zeroing import shared_to_zero
 
 C = 64
 

@@ -14,6 +14,7 @@ from cubecl_server.cli.table import Subparsers
 from cubecl_server.config import config
 from cubecl_server.errors import BackendUnavailable, CubeclError
 from cubecl_server.kernel import CubeDim
+from cubecl_server.lang.signature import LINE_SIZE
 from cubecl_server.plugins import registry
 
 __all__ = ["add_source_command", "run_source_command"]
@@ -59,6 +60,9 @@ def add_source_command(subparsers: Subparsers) -> None:
                              "server (backends that have one, such as cuda)")
     parser.add_argument("--cube-dim", type=_cube_dim_arg, required=True, metavar="DIM",
                         help="units per cube: 64, 16,16 or 8x8x4")
+    parser.add_argument("--core", action="store_true",
+                        help="print the kernel in the core IR the backend's emitter "
+                             "receives, after the core's passes (docs/ir.md)")
     parser.add_argument("--comptime", action="append", default=[], metavar="NAME=VALUE",
                         help="a comptime value (repeat for each): an int, a float, "
                              "true/false, or a type name such as f32")
@@ -81,7 +85,7 @@ def run_source_command(args: argparse.Namespace) -> int:
             if args.compile_only or registry().descriptor(name).compile_only_server is None:
                 raise
             raise _Refused(f"{e}; --compile-only lowers for {name} without a device") from e
-        source = source_of(client, kernel, args.cube_dim, **comptime)
+        source = source_of(client, kernel, args.cube_dim, core=args.core, **comptime)
     except (_Refused, CubeclError, TypeError) as e:
         # TypeError: a comptime value the kernel refuses, naming the parameter.
         print(f"error: {e}", file=sys.stderr)
@@ -141,7 +145,9 @@ def _comptime_values(kernel: Any, pairs: list[str]) -> dict[str, Any]:
         name, sep, text = pair.partition("=")
         if not sep or not name:
             raise _Refused(f"--comptime takes NAME=VALUE, not {pair!r}")
-        out[name] = _parse_value(name, kinds.get(name), text)
+        # line_size is the launch's own keyword (docs/language.md, "Lines"): an int.
+        kind = int if name == LINE_SIZE else kinds.get(name)
+        out[name] = _parse_value(name, kind, text)
     return out
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cubecl_server import ir
 from cubecl_server.compiler.record import CompilationRecording
+from cubecl_server.errors import CompilationError
 from cubecl_server.ir_check import check_kernel
 from cubecl_server.kernel import CubeDim, Launchable
 
@@ -35,13 +37,16 @@ def _cube_dim(value: object) -> CubeDim:
 
 
 def source_of(client: ComputeClient, kernel: Launchable,
-              cube_dim: CubeDim | int | tuple[int, ...], /, **comptime: Any) -> str:
+              cube_dim: CubeDim | int | tuple[int, ...], /, *, core: bool = False,
+              **comptime: Any) -> str:
     """The source ``client``'s backend generates for ``kernel`` (a ``@kernel``
     function) in cubes of ``cube_dim`` with the ``comptime`` values: OpenCL C, a SPIR-V listing,
-    CUDA C++ or NumPy Python, as its Compiler wrote it.
+    CUDA C++ or NumPy Python, as its Compiler wrote it; with ``core``, the kernel in the
+    core IR its emitter received (``docs/ir.md``, "The core IR"), as text.
 
     Raises KernelSyntaxError for a kernel outside the language, TypeError for a wrong
-    comptime value or argument, and CompilationError when the backend cannot lower it.
+    comptime value or argument, and CompilationError when the backend cannot lower it
+    (or, for ``core``, tells no core IR).
     """
     kernel_id = getattr(kernel, "kernel_id", None)
     if not callable(kernel_id):
@@ -54,4 +59,10 @@ def source_of(client: ComputeClient, kernel: Launchable,
     check_kernel(kid.ir, backend)
     ac = client.loader.artifact_compiler
     recording = CompilationRecording(False, kid.name, backend, ac.variant)
-    return ac.lower(kid.ir, dim, client.mode, recording).source
+    compiled = ac.lower(kid.ir, dim, client.mode, recording)
+    if not core:
+        return compiled.source
+    if compiled.core is None:
+        raise CompilationError("the backend's Compiler tells no core IR (its CompiledKernel "
+                               "has no `core`)", kernel=kid.name, backend=backend)
+    return ir.format_kernel(compiled.core) + "\n"

@@ -1,30 +1,28 @@
 """The C-family emitter, and the dialect protocol that says how one C-like language
 spells what differs.
 
-:class:`CEmitter` owns the lowering every C-like target shares: statements as C
-statements (``for`` with its bounds evaluated once and Python's trip count),
-expressions fully parenthesised, the IR's semantics where C leaves them open (signed
-arithmetic wraps, integer ``//`` and ``%`` by zero give 0 and ``MIN // -1`` wraps,
-shift amounts are taken modulo the width, ``and``/``or`` are ``&&``/``||``, both
-sides of ``select`` are evaluated where one holds a plane operation), checked mode
-(a load outside reads 0; a store or atomic outside is dropped, its operands evaluated
-first so plane operations in them see every active unit; an access the bounds pass
-proved inside its array is lowered as in unchecked mode), zero-initialised locals,
-local arrays and shared memory, ``sign`` of every numeric type, and the launch-grid
-builtins derived from the few a target has.
+:class:`CEmitter` writes the core IR (:mod:`cubecl_server.lowering.passes`) as C:
+statements as C statements, expressions fully parenthesised and of exactly their IR
+type. What the IR means is the passes' (checked accesses, loops, division, shifts,
+the integer and math functions a target lacks...); what is left here is how C spells
+the rest where C's own rules differ from the IR's: signed arithmetic wraps (C's
+overflows), 8- and 16-bit integers are brought back from C's promotion to ``int``,
+literals are exact (the most negative integer, NaN, the infinities), ``bool`` is a
+byte in memory, locals start at zero.
 
 Lines (``docs/ir.md``): each line type is the target's vector type where the dialect
 names one (:meth:`CDialect.vector_type`), else a struct of an array (``cc_<elem>x<N>``,
 ``.v[k]``); an operation on lines is the dialect's vector operator where it has one
 (``+ - * /`` and the bitwise ones, :attr:`CDialect.vector_ops`), else a helper function
-applying the scalar operation to each element (so every rule above holds per element);
-a line load or store reads or writes its elements, checked per element.
+applying the scalar operation to each element; a line load or store reads or writes
+its elements (the dialect may do it at once).
 
 A :class:`CDialect` supplies only the spellings: type names and literals, casts and
 bit casts, math functions, the builtins, metadata, atomics, plane operations,
-barriers, memory, vector types, and the program around the body. :class:`StandardC` spells every
-one of them as C99 does; a dialect subclasses it and overrides what its language
-spells otherwise, and adds what C99 has no word for.
+barriers, memory, vector types, and the program around the body; and the
+:class:`~cubecl_server.lowering.passes.Native` saying what its target computes
+itself. :class:`StandardC` spells every one of them as C99 does; a dialect subclasses
+it and overrides what its language spells otherwise, and adds what C99 has no word for.
 """
 
 from __future__ import annotations
@@ -39,6 +37,7 @@ import numpy as np
 from cubecl_server import ir
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
+from cubecl_server.lowering.passes import INT_FUNCTIONS, Native
 from cubecl_server.lowering.structured import Metadata, StructuredEmitter, metadata_kind
 
 __all__ = ["ArrayRef", "CDialect", "CEmitter", "StandardC", "UNSIGNED"]
@@ -52,18 +51,8 @@ UNSIGNED = {Elem.I32: Elem.U32, Elem.U32: Elem.U32, Elem.I64: Elem.U64, Elem.U64
 
 _BITWISE = (ir.BinOp.BITAND, ir.BinOp.BITOR, ir.BinOp.BITXOR)
 _WRAPPING = (ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL)
-# The builtins in an order where each comes after those it may be derived from.
-_BUILTIN_ORDER = (
-    B.UNIT_POS_X, B.UNIT_POS_Y, B.UNIT_POS_Z, B.CUBE_POS_X, B.CUBE_POS_Y, B.CUBE_POS_Z,
-    B.CUBE_COUNT_X, B.CUBE_COUNT_Y, B.CUBE_COUNT_Z, B.PLANE_DIM, B.UNIT_POS, B.CUBE_POS,
-    B.CUBE_COUNT, B.ABSOLUTE_POS_X, B.ABSOLUTE_POS_Y, B.ABSOLUTE_POS_Z, B.ABSOLUTE_POS,
-    B.UNIT_POS_PLANE,
-)
-_CUBE_DIMS = (B.CUBE_DIM_X, B.CUBE_DIM_Y, B.CUBE_DIM_Z, B.CUBE_DIM)
-# The integer functions: written here portably, unless the dialect has its own.
-_INT_FNS = (ir.MathFn.COUNT_ONES, ir.MathFn.REVERSE_BITS, ir.MathFn.LEADING_ZEROS,
-            ir.MathFn.TRAILING_ZEROS, ir.MathFn.FIND_FIRST_SET, ir.MathFn.MUL_HI,
-            ir.MathFn.SATURATING_ADD, ir.MathFn.SATURATING_SUB)
+# The builtins in the order the entry point declares them.
+_BUILTIN_ORDER = tuple(B)
 # The C99 name of each math function the IR has on floats, where it is not the IR's.
 _FLOAT_FNS = {ir.MathFn.ABS: "fabs", ir.MathFn.MIN: "fmin", ir.MathFn.MAX: "fmax",
               ir.MathFn.ROUND: "rint"}
@@ -95,6 +84,9 @@ class _Text:
 
 _VECTOR_OPS = frozenset({ir.BinOp.ADD, ir.BinOp.SUB, ir.BinOp.MUL, ir.BinOp.DIV,
                          ir.BinOp.BITAND, ir.BinOp.BITOR, ir.BinOp.BITXOR})
+_C99_MATH = frozenset(ir.MathFn) - {ir.MathFn.RSQRT, ir.MathFn.RHYPOT, ir.MathFn.POWI,
+                                    *INT_FUNCTIONS}
+"""The float functions C99's ``<math.h>`` has, accurately (a libm's)."""
 
 
 def _describe(e: ir.Expr) -> str:
@@ -136,6 +128,8 @@ class CDialect(Protocol):
     """The line sizes the target has (1 always); a kernel with another is refused."""
     vector_ops: bool
     """Whether ``+ - * /`` and ``& | ^`` act per element on the vector types."""
+    native: Native
+    """What the target computes itself: the passes lower the rest."""
 
     def prepare(self, e: CEmitter) -> None:
         """Look the kernel over before any line is written (refuse what the target lacks)."""
@@ -157,13 +151,12 @@ class CDialect(Protocol):
         """C99 math function ``fn`` (``exp``, ``fabs``, ``fmin``, ``fmod``, ``isnan``,
         ``rint``, ``atan2``, ``hypot``...; and ``rsqrt``) of float type ``t``."""
 
-    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: ir.Elem) -> str | None:
-        """An integer function (``COUNT_ONES``... ``SATURATING_SUB``, ``docs/ir.md``) of
-        integer type ``t`` as the target has it natively, or None for the emitter's
-        portable helper."""
+    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: ir.Elem) -> str:
+        """An integer function of ``native.functions`` (``COUNT_ONES``...
+        ``SATURATING_SUB``, ``docs/ir.md``) of integer type ``t``."""
 
     def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
-        """A builtin's value as the target has it, or None to derive it from others."""
+        """A builtin of ``native.builtins``, as the target has it (None: it has not)."""
 
     def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
         """An array parameter's ``len``, ``buffer_len``, ``rank``, ``shape`` or ``stride``
@@ -171,10 +164,6 @@ class CDialect(Protocol):
 
     def subscript(self, array: ArrayRef, index: str, index_type: ir.Elem) -> str:
         """The element of ``array`` at ``index``, as an lvalue."""
-
-    def checked_load(self, e: CEmitter, array: ArrayRef, index: str,
-                     index_type: ir.Elem) -> str:
-        """The element at unsigned ``index`` in memory type, or 0 outside the array."""
 
     def vector_type(self, e: CEmitter, elem: ir.Elem, size: int) -> str | None:
         """The target's vector of ``size`` ``elem``, or None: a struct stands in."""
@@ -197,8 +186,7 @@ class CDialect(Protocol):
 
     def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: ir.Elem,
                   t: ir.Line) -> str:
-        """Line ``index`` (unsigned ``index_type``) of a line array, as a value of
-        ``t``; in checked mode each element outside the array reads 0."""
+        """Line ``index`` (of ``index_type``) of a line array, as a value of ``t``."""
 
     def store_whole_line(self, e: CEmitter, array: ArrayRef, index: str,
                          index_type: ir.Elem, value: str, t: ir.Line) -> str | None:
@@ -215,8 +203,8 @@ class CDialect(Protocol):
                operands: list[str]) -> str:
         """A call doing ``op`` on lvalue ``element`` with ``operands`` (the compare
         value first, for a compare-exchange), giving the old value. ``max`` and ``min``
-        on f32 are ``fmax``/``fmin`` (a compare-exchange loop on the bits where the
-        target has no float atomic for them)."""
+        on f32 are ``fmax``/``fmin`` where ``native.float_atomics`` has them; a
+        compare-exchange on an f32 array has ``u32`` operands and acts on the bits."""
 
     def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: ir.Elem) -> str:
@@ -244,7 +232,10 @@ class StandardC:
     ``<math.h>``); a dialect subclasses it and overrides what differs.
 
     It has no words for what C99 lacks: the entry point (``head``, ``signature``,
-    ``prologue``), the builtins, atomics and plane operations refuse here.
+    ``prologue``), the builtins, atomics and plane operations refuse here. Its
+    :attr:`native`: C's ``&&``/``||`` short-circuit, ``fmin``/``fmax`` have the NaN
+    rule, ``fmod`` is exact and ``<math.h>`` has every float function but ``rsqrt``;
+    the per-axis grid builtins are the dialect's to spell (``builtin``).
     """
 
     backend = "c"
@@ -265,6 +256,8 @@ class StandardC:
     vector_ops = False
     f32_suffix = "f"
     """What single-precision math functions end with (``expf``); empty if overloaded."""
+    native = Native(short_circuit=True, nan_minmax=True, float_rem=True,
+                    functions={Elem.F32: _C99_MATH, Elem.F64: _C99_MATH})
 
     def prepare(self, e: CEmitter) -> None:
         """Nothing to refuse beforehand."""
@@ -309,19 +302,17 @@ class StandardC:
         return f"{name}({x})"
 
     def math(self, e: CEmitter, fn: str, args: list[str], t: Elem) -> str:
-        """``<math.h>``'s functions (``isnan`` as a bool, ``rsqrt`` as ``1 / sqrt``)."""
-        if fn == "rsqrt":
-            return f"({e.literal(1, t)} / {self.math(e, 'sqrt', args, t)})"
+        """``<math.h>``'s functions (``isnan`` as a bool)."""
         if fn in ("isnan", "isinf"):
             return f"({fn}({args[0]}) != 0)"
         return f"{fn}{self.f32_suffix if t is Elem.F32 else ''}({', '.join(args)})"
 
-    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str | None:
-        """None: C99 has none of them; the emitter's helpers are portable C."""
-        return None
+    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str:
+        """Refused: C99 has none of them (a dialect that has one declares it native)."""
+        e.fail(f"{fn.value} has no spelling on the {self.backend} backend")
 
     def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
-        """None: only what is derived from others."""
+        """None: C99 has no launch grid."""
         return None
 
     def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
@@ -339,17 +330,6 @@ class StandardC:
     def subscript(self, array: ArrayRef, index: str, index_type: Elem) -> str:
         """``a[i]``."""
         return f"{array.text}[{index}]"
-
-    def checked_load(self, e: CEmitter, array: ArrayRef, index: str,
-                     index_type: Elem) -> str:
-        """A helper per element type, memory and index type: ``i < n ? a[i] : 0``."""
-        mt, ut = e.mtype(array.elem), e.ctype(index_type)
-        space = "shared" if array.shared else "local" if array.local else "global"
-        name = f"cc_load_{array.elem.value}_{space}_{index_type.value}"
-        e.helper(name, lambda: e.function(
-            mt, name, [(self.pointer(e, array, True), "a"), (ut, "n"), (ut, "i")],
-            [f"return i < n ? a[i] : ({mt})0;  {e.comment} checked: outside reads 0"]))
-        return f"{name}({array.text}, {e.bound(array, index_type)}, {index})"
 
     def vector_type(self, e: CEmitter, elem: Elem, size: int) -> str | None:
         """None: C99 has no vector types."""
@@ -377,16 +357,9 @@ class StandardC:
 
     def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
                   t: ir.Line) -> str:
-        """A helper per line type, memory and index type, reading through a pointer
-        (checked: the whole line where it is inside, else each element or 0)."""
-        ut = e.ctype(index_type)
-        space = "shared" if array.shared else "local" if array.local else "global"
-        name = (f"cc_load_{t.elem.value}x{t.size}_{space}_{index_type.value}"
-                f"{'_checked' if e.checked else ''}")
-        e.helper(name, lambda: e.function(
-            e.ctype(t), name, [(self.pointer(e, array, True), "a"), (ut, "n"), (ut, "i")],
-            e.line_load_body(t, index_type, lambda j: f"a[{j}]")))
-        return f"{name}({array.text}, {e.bound(array, index_type)}, {index})"
+        """A helper per line type, memory and index type reading the elements through
+        a pointer (the index evaluated once)."""
+        return e.line_loader(array, index, index_type, t, lambda j: f"a[{j}]")
 
     def store_whole_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
                          value: str, t: ir.Line) -> str | None:
@@ -433,7 +406,8 @@ class CEmitter(StructuredEmitter):
     def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode,
                  dialect: CDialect) -> None:
         self.d = dialect
-        super().__init__(kernel, cube_dim, mode, dialect.backend)
+        super().__init__(kernel, cube_dim, mode, dialect.backend, dialect.native)
+        kernel = self.kernel
         self.written = kernel.written_arrays
         self.builtins: set[ir.BuiltinName] = set()
         self.meta_used: dict[tuple[str, str, int], str] = {}
@@ -540,26 +514,24 @@ class CEmitter(StructuredEmitter):
                 [f"return {self.make(t, [at(k) for k in range(t.size)])};"]))
         return f"{name}({', '.join(texts)})"
 
-    def line_load_body(self, t: ir.Line, index_type: Elem,
-                       element: Callable[[str], str], whole: str | None = None) -> list[str]:
-        """The body of a line load helper taking ``n`` (the array's elements) and ``i``
-        (the line, unsigned ``index_type``): ``element(j)`` reads element ``j``;
-        ``whole`` reads the whole line at once where the target can."""
+    def line_loader(self, array: ArrayRef, index: str, index_type: Elem, t: ir.Line,
+                    element: Callable[[str], str], whole: str | None = None) -> str:
+        """A call of a helper reading line ``index`` of ``array`` once: ``element(j)``
+        reads element ``j`` through the helper's pointer ``a``, ``whole`` the whole line
+        at ``i`` where the target can."""
+        space = "shared" if array.shared else "local" if array.local else "global"
+        name = f"cc_load_{t.elem.value}x{t.size}_{space}_{index_type.value}"
         lit = lambda v: self.literal(v, index_type)  # noqa: E731
-        size = lit(t.size)
 
-        def read(k: int) -> str:
-            return self.d.from_memory(element(f"i * {size} + {lit(k)}"), t.elem)
+        def body() -> list[str]:
+            parts = [self.d.from_memory(element(f"i * {lit(t.size)} + {lit(k)}"), t.elem)
+                     for k in range(t.size)]
+            return [f"return {whole or self.make(t, parts)};"]
 
-        whole = whole or self.make(t, [read(k) for k in range(t.size)])
-        if not self.checked:
-            return [f"return {whole};"]
-        zero = self.literal(0, t.elem)
-        # The last line may be partial: each element past the end reads 0.
-        parts = [f"(i == n / {size} && i * {size} + {lit(k)} < n ? {read(k)} : {zero})"
-                 for k in range(t.size)]
-        return [f"if (i < n / {size}) return {whole};  {self.comment} a whole line inside",
-                f"return {self.make(t, parts)};"]
+        self.helper(name, lambda: self.function(
+            self.ctype(t), name, [(self.d.pointer(self, array, True), "a"),  # type: ignore[attr-defined]
+                                  (self.ctype(index_type), "i")], body()))
+        return f"{name}({array.text}, {index})"
 
     def mtype(self, elem: Elem) -> str:
         """The type of an ``elem`` array element."""
@@ -619,35 +591,6 @@ class CEmitter(StructuredEmitter):
                             False, local=True)
         return ArrayRef(name, f"p_{self.stems[name]}", self.arrays[name].elem, False)
 
-    def fold_grid(self, group: tuple[str, str, str], groups: tuple[str, str, str],
-                  count: tuple[str, str, str]) -> dict[ir.BuiltinName, str]:
-        """Write the lines that map a folded dispatch back to cubes (for a dialect's
-        prologue), and return the texts of the cube builtins for its ``builtin``.
-
-        ``group`` and ``groups`` are the target's work-group id and count as
-        dispatched (:func:`~cubecl_server.lowering.info.fold_count` made them), ``count``
-        the launch's cube count as the kernel reads it (its info words). The work
-        groups past the cube count leave at once, whole, so no barrier is split.
-        """
-        u32, cube = self.ctype(Elem.U32), self.temp()
-        self.line(f"const {u32} {cube} = {group[0]} + {groups[0]} * ({group[1]} + "
-                  f"{groups[1]} * {group[2]});", "the cube, from a dispatch maybe folded")
-        cx, cy, cz = (self.temp() for _ in range(3))
-        self.line(f"const {u32} {cx} = {count[0]}; const {u32} {cy} = {count[1]}; "
-                  f"const {u32} {cz} = {count[2]};", "the launch's cube count")
-        self.line(f"if ({cube} >= {cx} * {cy} * {cz}) return;", "a cube folding added")
-        return {B.CUBE_POS: cube, B.CUBE_POS_X: f"{cube} % {cx}",
-                B.CUBE_POS_Y: f"({cube} / {cx}) % {cy}", B.CUBE_POS_Z: f"{cube} / ({cx} * {cy})",
-                B.CUBE_COUNT_X: cx, B.CUBE_COUNT_Y: cy, B.CUBE_COUNT_Z: cz}
-
-    def bound(self, array: ArrayRef, index_type: Elem) -> str:
-        """``array``'s length, in unsigned ``index_type``."""
-        if array.shared:
-            return self.literal(self.shared[array.name].size, index_type)
-        if array.local:
-            return self.literal(self.local_arrays[array.name].size, index_type)
-        return self.cast(self.metadata("buffer_len", array.name), Elem.U32, index_type)
-
     def wrap(self, sym: str, a: str, b: str, t: Elem) -> str:
         """``a sym b`` modulo 2^bits: on a signed type through its unsigned one (unless
         the dialect's signed arithmetic wraps), since C's overflows."""
@@ -669,9 +612,6 @@ class CEmitter(StructuredEmitter):
         self.depth = 1
         self.block(self.kernel.body)
         body, self.lines = self.lines, []
-        if self.zeroed:
-            self._zero_shared()
-        zeroing, self.lines = self.lines, []
         self.d.prologue(self)
         self._declare_builtins()
         for loc in self.kernel.locals:
@@ -682,76 +622,22 @@ class CEmitter(StructuredEmitter):
             if decl is not None:
                 self.line(decl, f"shared {sh.name}: {sh.elem.value}[{sh.size}]")
         for la in self.kernel.local_arrays:
-            self._local_array(la)
-        entry = [self.d.signature(self), "{", *self.lines, *zeroing, *body, "}"]
+            self.line(f"{self.mtype(la.elem)} a_{self.stems[la.name]}[{la.size}];",
+                      f"local {la.name}: {la.elem.value}[{la.size}]")
+        entry = [self.d.signature(self), "{", *self.lines, *body, "}"]
         head = [f"{self.comment} {self.title()}", *self.d.head(self), ""]
         for text in self.helpers.values():
             head += [text, ""]
         return "\n".join([*head, *entry]) + "\n"
 
-    def _local_array(self, la: ir.LocalArray) -> None:
-        # Declared and cleared by each unit: local arrays start at zero, as locals do.
-        name, z, u32 = f"a_{self.stems[la.name]}", self.temp(), self.ctype(Elem.U32)
-        self.line(f"{self.mtype(la.elem)} {name}[{la.size}];",
-                  f"local {la.name}: {la.elem.value}[{la.size}]")
-        zero = self.d.to_memory(self.literal(0, la.elem), la.elem)
-        self.line(f"for ({u32} {z} = {self.literal(0, Elem.U32)}; {z} < "
-                  f"{self.literal(la.size, Elem.U32)}; {z}++) {name}[{z}] = {zero};")
-
-    def _zero_shared(self) -> None:
-        # Shared memory starts at zero on every backend, as on the cpu one: the units
-        # of the cube clear it together, then wait for each other.
-        z, u32 = self.temp(), self.ctype(Elem.U32)
-        cleared = [sh for sh in self.kernel.shared if sh.name in self.zeroed]
-        largest = max(sh.size for sh in cleared)
-        self.line(f"for ({u32} {z} = {self.builtin_ref(B.UNIT_POS)}; {z} < "
-                  f"{self.literal(largest, Elem.U32)}; {z} += "
-                  f"{self.literal(math.prod(self.dim), Elem.U32)}) {{",
-                  "shared memory starts at zero")
-        for sh in cleared:
-            guard = f"if ({z} < {self.literal(sh.size, Elem.U32)}) " if sh.size < largest else ""
-            zero = self.d.to_memory(self.literal(0, sh.elem), sh.elem)
-            self.line(f"{self.indent}{guard}s_{self.stems[sh.name]}[{z}] = {zero};")
-        self.line("}")
-        self.line(self._barrier())
-
     def _declare_builtins(self) -> None:
-        texts: dict[ir.BuiltinName, str] = {}
-        while missing := self.builtins - texts.keys():
-            for n in missing:
-                texts[n] = self.d.builtin(self, n) or self._derive(n)
         u32 = self.ctype(Elem.U32)
         for n in _BUILTIN_ORDER:
-            if n in texts:
-                self.line(f"const {u32} b_{n.value} = {texts[n]};")
-
-    def _derive(self, n: ir.BuiltinName) -> str:
-        """A builtin from others, as ``docs/ir.md`` defines it (x fastest)."""
-        ref, dx, dy = self.builtin_ref, self.dim[0], self.dim[1]
-
-        def u(v: int) -> str:
-            return self.literal(v, Elem.U32)
-
-        match n:
-            case B.UNIT_POS if self.dim[1:] == (1, 1):
-                return ref(B.UNIT_POS_X)
-            case B.UNIT_POS:
-                return (f"{ref(B.UNIT_POS_X)} + {ref(B.UNIT_POS_Y)} * {u(dx)} + "
-                        f"{ref(B.UNIT_POS_Z)} * {u(dx * dy)}")
-            case B.CUBE_POS:
-                return (f"{ref(B.CUBE_POS_X)} + {ref(B.CUBE_COUNT_X)} * ({ref(B.CUBE_POS_Y)} "
-                        f"+ {ref(B.CUBE_COUNT_Y)} * {ref(B.CUBE_POS_Z)})")
-            case B.CUBE_COUNT:
-                return f"{ref(B.CUBE_COUNT_X)} * {ref(B.CUBE_COUNT_Y)} * {ref(B.CUBE_COUNT_Z)}"
-            case B.ABSOLUTE_POS:
-                return f"{ref(B.CUBE_POS)} * {u(math.prod(self.dim))} + {ref(B.UNIT_POS)}"
-            case B.ABSOLUTE_POS_X | B.ABSOLUTE_POS_Y | B.ABSOLUTE_POS_Z:
-                axis = n.value[-1]
-                return (f"{ref(B['CUBE_POS_' + axis])} * {u(self.dim['XYZ'.index(axis)])} + "
-                        f"{ref(B['UNIT_POS_' + axis])}")
-            case B.UNIT_POS_PLANE:
-                return f"{ref(B.UNIT_POS)} % {ref(B.PLANE_DIM)}"
-        self.fail(f"{n.value} has no spelling on the {self.backend} backend")
+            if n in self.builtins:
+                text = self.d.builtin(self, n)
+                if text is None:
+                    self.fail(f"{n.value} has no spelling on the {self.backend} backend")
+                self.line(f"const {u32} b_{n.value} = {text};")
 
     # ------------------------------------------------------------ statements
 
@@ -788,43 +674,14 @@ class CEmitter(StructuredEmitter):
         self.line("}")
 
     def stmt_for(self, s: ir.For) -> None:
-        """Python's ``range``: the bounds evaluated once, into a counter of our own.
-
-        A step of 1 (or -1) counts the variable itself: ``k < stop`` held before it, so
-        it cannot step past the end. A longer step counts iterations instead: the trip
-        count is computed once in the unsigned type (where the distance fits) and the
-        variable is ``start + i * step``, so nothing wraps into extra iterations and the
-        compiler sees a canonical loop (on PoCL a tiled matmul whose loop steps by 16
-        ran about 1.25x faster this way than with the distance left checked at each
-        step)."""
-        t, step = self.locals[s.var].elem, int(s.step.value)
-        ct, k, stop = self.ctype(t), self.temp(), self.temp()
-        self.line(f"{{ const {ct} {stop} = {self.expr(s.stop)};", ir.format_stmt(s))
-        unroll = self.d.unroll if s.unroll else ""
-        if abs(step) == 1:
-            if unroll:
-                self.line(unroll)
-            self.line(f"for ({ct} {k} = {self.expr(s.start)}; {k} {'<' if step > 0 else '>'} "
-                      f"{stop}; {k} {'+' if step > 0 else '-'}= {self.literal(1, t)}) {{")
-            value = k
-        else:
-            u = UNSIGNED[t]
-            cu, first, trips = self.ctype(u), self.temp(), self.temp()
-            one, size = self.literal(1, u), self.literal(abs(step), u)
-            far, near = (stop, first) if step > 0 else (first, stop)
-            self.line(f"const {ct} {first} = {self.expr(s.start)};")
-            self.line(f"const {cu} {trips} = {first} {'<' if step > 0 else '>'} {stop} ? "
-                      f"(({cu})({self.cast(far, t, u)} - {self.cast(near, t, u)}) - {one}) / "
-                      f"{size} + {one} : {self.literal(0, u)};")
-            if unroll:
-                self.line(unroll)
-            self.line(f"for ({cu} {k} = {self.literal(0, u)}; {k} < {trips}; {k}++) {{")
-            value = self.cast(f"(({cu})({self.cast(first, t, u)} {'+' if step > 0 else '-'} "
-                              f"{k} * {size}))", u, t)
-        with self.nested():
-            self.line(f"l_{self.stems[s.var]} = {value};")
-            self.block(s.body)
-        self.line("} }")
+        """The core IR's counted loop: ``for (k = 0; k < n; k++)``."""
+        k, ct = f"l_{self.stems[s.var]}", self.ctype(self.locals[s.var].elem)
+        if s.unroll and self.d.unroll:
+            self.line(self.d.unroll)
+        self.line(f"for ({k} = {self.expr(s.start)}; {k} < {self.expr(s.stop)}; {k}++) {{",
+                  f"{ct} counter")
+        self._nested_block(s.body)
+        self.line("}")
 
     def stmt_break(self, s: ir.Break) -> None:
         """``break;``."""
@@ -860,78 +717,35 @@ class CEmitter(StructuredEmitter):
                       f"one) needs what the {self.backend} backend lacks")
         return self.d.barrier
 
-    def _checked_index(self, index: ir.Expr) -> tuple[str, Elem, str]:
-        """A declaration of a temporary holding ``index`` unsigned (a negative one is
-        then outside), the unsigned type and the temporary."""
-        ut, i = UNSIGNED[index.type], self.temp()
-        value = self.cast(self.expr(index), index.type, ut)
-        return f"const {self.ctype(ut)} {i} = {value};", ut, i
-
     def stmt_store(self, s: ir.Store) -> None:
-        """``a[i] = v;``; checked: ``v`` first, then stored only where ``i`` is inside."""
+        """``a[i] = v;`` (a line's elements, or the whole line as the dialect has it)."""
         a = self.array(s.array)
-        if isinstance(s.value.type, ir.Line):
-            self._store_line(s, a, s.value.type)
-            return
-        value = self.d.to_memory(self.expr(s.value), a.elem)
-        if not self.needs_check(s):
-            target = self.d.subscript(a, self.expr(s.index), s.index.type)
-            self.line(f"{target} = {value};", ir.format_stmt(s))
-            return
-        decl, ut, i = self._checked_index(s.index)
-        v = self.temp()
-        self.line(f"{{ {decl} const {self.mtype(a.elem)} {v} = {value}; if ({i} < "
-                  f"{self.bound(a, ut)}) {self.d.subscript(a, i, ut)} = {v}; }}",
-                  ir.format_stmt(s))
-
-    def _store_line(self, s: ir.Store, a: ArrayRef, t: ir.Line) -> None:
-        """A line's elements stored one by one (or at once, as the dialect has it);
-        checked: the whole line where it is inside the array, else each element inside."""
-        decl, ut, i = self._checked_index(s.index)
-        v, lit = self.temp(), (lambda x: self.literal(x, ut))
-        size = lit(t.size)
-        self.line(f"{{ {decl} const {self.ctype(t)} {v} = {self.expr(s.value)};",
-                  ir.format_stmt(s))
-
-        def each(k: int) -> str:
-            target = self.d.subscript(a, f"{i} * {size} + {lit(k)}", ut)
-            return f"{target} = {self.d.to_memory(self.part(v, t, k), t.elem)};"
-
-        whole = self.d.store_whole_line(self, a, i, ut, v, t) or " ".join(
-            each(k) for k in range(t.size))
-        with self.nested():
-            if not self.checked:
+        t = s.value.type
+        if isinstance(t, ir.Line):
+            i, v = self.temp(), self.temp()
+            ut = ir.elem_of(s.index.type)
+            self.line(f"{{ const {self.ctype(ut)} {i} = {self.expr(s.index)}; "
+                      f"const {self.ctype(t)} {v} = {self.expr(s.value)};", ir.format_stmt(s))
+            size = lambda k: self.literal(k, ut)  # noqa: E731
+            whole = self.d.store_whole_line(self, a, i, ut, v, t) or " ".join(
+                f"{self.d.subscript(a, f'{i} * {size(t.size)} + {size(k)}', ut)} = "
+                f"{self.d.to_memory(self.part(v, t, k), t.elem)};" for k in range(t.size))
+            with self.nested():
                 self.line(whole)
-            else:
-                n = self.bound(a, ut)
-                self.line(f"if ({i} < {n} / {size}) {{ {whole} }}", "a whole line inside")
-                self.line(f"else if ({i} == {n} / {size}) {{", "the last line, partial")
-                for k in range(t.size - 1):  # element size - 1 is past the end here
-                    self.line(f"{self.indent}if ({i} * {size} + {lit(k)} < {n}) {each(k)}")
-                self.line("}")
-        self.line("}")
+            self.line("}")
+            return
+        target = self.d.subscript(a, self.expr(s.index), s.index.type)
+        self.line(f"{target} = {self.d.to_memory(self.expr(s.value), a.elem)};",
+                  ir.format_stmt(s))
 
     def stmt_atomic(self, s: ir.AtomicStmt) -> None:
-        """The dialect's atomic; checked: operands first, then only where ``i`` is inside
-        (the old value reads 0 outside)."""
+        """The dialect's atomic, the old value into the result's local."""
         a = self.array(s.array)
         operands = [self.expr(x) for x in (s.compare, s.value) if x is not None]
         result = "" if s.result is None else f"l_{self.stems[s.result]} = "
-        if not self.needs_check(s):
-            target = self.d.subscript(a, self.expr(s.index), s.index.type)
-            self.line(f"{result}{self.d.atomic(self, s.op, a, target, operands)};",
-                      ir.format_stmt(s))
-            return
-        decl, ut, i = self._checked_index(s.index)
-        decls, names = [decl], []
-        for x in operands:
-            names.append(self.temp())
-            decls.append(f"const {self.ctype(a.elem)} {names[-1]} = {x};")
-        call = self.d.atomic(self, s.op, a, self.d.subscript(a, i, ut), names)
-        inside = f"{i} < {self.bound(a, ut)}"
-        act = (f"{result}{inside} ? {call} : {self.literal(0, a.elem)};" if result
-               else f"if ({inside}) {call};")
-        self.line(f"{{ {' '.join(decls)} {act} }}", ir.format_stmt(s))
+        target = self.d.subscript(a, self.expr(s.index), s.index.type)
+        self.line(f"{result}{self.d.atomic(self, s.op, a, target, operands)};",
+                  ir.format_stmt(s))
 
     # ------------------------------------------------------------ expressions
 
@@ -942,7 +756,7 @@ class CEmitter(StructuredEmitter):
         if (e.type, False) not in self._types:
             self.use(e.type, False, _describe(e))
         if isinstance(e.type, ir.Line) and not isinstance(
-                e, (ir.Var, ir.Load, ir.LineFill)):
+                e, (ir.Var, ir.Load, ir.LineFill, ir.LineMake)):
             return self._line_expr(e)
         return super().expr(e)
 
@@ -988,24 +802,9 @@ class CEmitter(StructuredEmitter):
         assert isinstance(x, ir.Line)
         return self.part(self.expr(e.x), x, e.index)
 
-    def expr_line_reduce(self, e: ir.LineReduce) -> str:
-        """A helper folding the elements with the scalar ``+``, ``min`` or ``max``."""
-        x = e.x.type
-        assert isinstance(x, ir.Line)
-        name = f"cc_line_{e.fn.value}_{x.elem.value}x{x.size}"
-
-        def body() -> list[str]:
-            acc: ir.Expr = _Text(self.part("a", x, 0), x.elem)  # type: ignore[assignment]
-            for k in range(1, x.size):
-                nxt: ir.Expr = _Text(self.part("a", x, k), x.elem)  # type: ignore[assignment]
-                acc = (ir.Binary(ir.BinOp.ADD, acc, nxt, x.elem) if e.fn is ir.ReduceFn.SUM
-                       else ir.Math(ir.MathFn.MIN if e.fn is ir.ReduceFn.MIN
-                                    else ir.MathFn.MAX, (acc, nxt), x.elem))
-            return [f"return {self.expr(acc)};"]
-
-        self.helper(name, lambda: self.function(self.ctype(x.elem), name,
-                                                [(self.ctype(x), "a")], body()))
-        return f"{name}({self.expr(e.x)})"
+    def expr_line_make(self, e: ir.LineMake) -> str:
+        """The line of its elements."""
+        return self.make(e.type, [self.expr(x) for x in e.parts])
 
     def expr_const(self, e: ir.Const) -> str:
         """A literal."""
@@ -1016,61 +815,30 @@ class CEmitter(StructuredEmitter):
         return f"{'l' if e.name in self.locals else 'p'}_{self.stems[e.name]}"
 
     def expr_builtin(self, e: ir.Builtin) -> str:
-        """The cube dim is compiled in; the rest are declared at the top."""
-        if e.name in _CUBE_DIMS:
-            dims = (*self.dim, math.prod(self.dim))
-            return self.literal(dims[_CUBE_DIMS.index(e.name)], Elem.U32)
+        """A builtin, declared at the top of the entry point."""
         return self.builtin_ref(e.name)
 
     def expr_binary(self, e: ir.Binary) -> str:
-        """Operators, with the IR's meaning where C's differs."""
+        """Operators; signed and narrow arithmetic as the IR's, not C's."""
         op, t = e.op, e.lhs.type
         a, b = self.expr(e.lhs), self.expr(e.rhs)
         if op is ir.BinOp.AND or op is ir.BinOp.OR:
-            # C's short circuit is the IR's: the right side only where the left does
-            # not decide.
             return f"({a} {'&&' if op is ir.BinOp.AND else '||'} {b})"
-        if op.is_comparison or op is ir.BinOp.DIV or (t.is_float and op in _WRAPPING):
-            return f"({a} {op.value} {b})"
-        if op in _BITWISE:
+        if op.is_comparison or op in _BITWISE or op is ir.BinOp.DIV or (
+                t.is_float and op in _WRAPPING):
             return f"({a} {op.value} {b})"
         if op in _WRAPPING:
             return self.wrap(op.value, a, b, t)
         if op is ir.BinOp.REM and t.is_float:
             return self.d.math(self, "fmod", [a, b], t)
-        if op is ir.BinOp.IDIV or op is ir.BinOp.REM:
-            if isinstance(e.rhs, ir.Const) and int(e.rhs.value) not in (0, -1) and (
-                    op is ir.BinOp.IDIV or not t.is_signed):
-                return f"({a} {'/' if op is ir.BinOp.IDIV else '%'} {b})"  # cannot trap
-            return f"{self._divide(op, t)}({a}, {b})"
-        amount = f"({b} & {self.literal(t.bits - 1, t)})"  # SHL or SHR: modulo the width
+        if op is ir.BinOp.IDIV or op is ir.BinOp.REM:  # the divisor is never 0, nor -1
+            text = f"({a} {'/' if op is ir.BinOp.IDIV else '%'} {b})"
+            return self.cast(text, Elem.I32, t) if t.is_narrow else text
         if op is ir.BinOp.SHL:
-            return self.wrap("<<", a, amount, t)
+            return self.wrap("<<", a, b, t)
         if t.is_narrow:  # C promoted it to int: the value fits, the type is brought back
-            return self.cast(f"({a} >> {amount})", Elem.I32, t)
-        return f"({a} >> {amount})"  # arithmetic on signed types
-
-    def _divide(self, op: ir.BinOp, t: Elem) -> str:
-        """A helper for integer ``//`` or ``%`` that never traps: by 0 they give 0, and
-        ``MIN // -1`` wraps; C divides only by a divisor that is neither 0 nor -1."""
-        idiv = op is ir.BinOp.IDIV
-        name = f"cc_{'idiv' if idiv else 'rem'}_{t.value}"
-
-        def text() -> str:
-            c, zero, one = self.ctype(t), self.literal(0, t), self.literal(1, t)
-            # a - (a / d) * d is C's remainder: GLSL leaves % of negatives undefined.
-            exact = "a / d" if idiv else ("a - (a / d) * d" if t.is_signed else "a % d")
-            if t.is_signed:
-                minus = self.literal(-1, t)
-                special = self.wrap("-", zero, "a", t) if idiv else zero
-                body = [f"const {c} d = (b == {zero} || b == {minus}) ? {one} : b;",
-                        f"return b == {zero} ? {zero} : b == {minus} ? {special} : {exact};"]
-            else:
-                body = [f"const {c} d = b == {zero} ? {one} : b;",
-                        f"return b == {zero} ? {zero} : {exact};"]
-            return self.function(c, name, [(c, "a"), (c, "b")], body)
-
-        return self.helper(name, text)
+            return self.cast(f"({a} >> {b})", Elem.I32, t)
+        return f"({a} >> {b})"  # arithmetic on signed types
 
     def expr_unary(self, e: ir.Unary) -> str:
         """``-`` (wrapping on integers), ``!`` on bools, ``~`` on integers."""
@@ -1083,128 +851,13 @@ class CEmitter(StructuredEmitter):
         return self.cast(f"(~{x})", Elem.I32, t) if t.is_narrow else f"(~{x})"
 
     def expr_math(self, e: ir.Math) -> str:
-        """Float functions by the dialect; ``abs``/``min``/``max``/``clamp`` of integers
-        by helpers (``abs`` wrapping), ``sign`` of any type by one."""
-        fn, t = e.fn, e.args[0].type
+        """The integer functions the target has, by the dialect's ``bits``; the float
+        ones by its ``math``, in C99's names."""
+        t = e.args[0].type
         xs = [self.expr(a) for a in e.args]
-        if fn in _INT_FNS:
-            return self.d.bits(self, fn, xs, t) or self._int_math(fn, xs, t)
-        if fn is ir.MathFn.RHYPOT:
-            return f"({self.literal(1, t)} / {self.d.math(self, 'hypot', xs, t)})"
-        if fn is ir.MathFn.POWI:
-            return self.d.math(self, "pow", [xs[0], self.cast(xs[1], Elem.I32, t)], t)
-        if fn is ir.MathFn.SIGN:
-            name, c = f"cc_sign_{t.value}", self.ctype(t)
-            one, zero = self.literal(1, t), self.literal(0, t)
-            # x itself where neither holds: 0, -0.0 and NaN keep their bits.
-            rest = "a" if not t.is_signed and t.is_int else \
-                f"(a < {zero} ? {self.literal(-1, t)} : a)"
-            self.helper(name, lambda: self.function(
-                c, name, [(c, "a")], [f"return a > {zero} ? {one} : {rest};"]))
-            return f"{name}({xs[0]})"
-        if fn is ir.MathFn.CLAMP:
-            lo = self._minmax(ir.MathFn.MAX, t, xs[:2])
-            return self._minmax(ir.MathFn.MIN, t, [lo, xs[2]])
-        if fn is ir.MathFn.MIN or fn is ir.MathFn.MAX:
-            return self._minmax(fn, t, xs)
-        if fn is ir.MathFn.ABS and t.is_int:
-            if not t.is_signed:
-                return xs[0]
-            name = f"cc_abs_{t.value}"
-            c, zero = self.ctype(t), self.literal(0, t)
-            self.helper(name, lambda: self.function(
-                c, name, [(c, "a")], [f"return a < {zero} ? {self.wrap('-', zero, 'a', t)} : a;"]))
-            return f"{name}({xs[0]})"
-        return self.d.math(self, _FLOAT_FNS.get(fn, fn.value), xs, t)
-
-    def _int_math(self, fn: ir.MathFn, xs: list[str], t: Elem) -> str:
-        """A portable helper for an integer function: loops and masks on the unsigned
-        type of ``t``'s width, nothing wider (so it works where 64-bit integers do
-        not exist, for 32-bit ones)."""
-        name, u = f"cc_{fn.value}_{t.value}", UNSIGNED[t]
-        c, cu, c32 = self.ctype(t), self.ctype(u), self.ctype(Elem.U32)
-        w, bc = t.bits, self.d.bitcast
-
-        def lit(v: int, elem: Elem = u) -> str:
-            return self.literal(v, elem)
-
-        def body() -> list[str]:
-            x = bc(self, "a", t, u) if t.is_signed else "a"
-            match fn:
-                case ir.MathFn.COUNT_ONES:
-                    return [f"{cu} x = {x}; {c32} n = {lit(0, Elem.U32)};",
-                            f"while (x != {lit(0)}) {{ x &= x - {lit(1)}; n += "
-                            f"{lit(1, Elem.U32)}; }}", "return n;"]
-                case ir.MathFn.REVERSE_BITS:
-                    r = bc(self, "r", u, t) if t.is_signed else "r"
-                    return [f"{cu} x = {x}; {cu} r = {lit(0)};",
-                            f"for ({c32} i = {lit(0, Elem.U32)}; i < {lit(w, Elem.U32)}; "
-                            f"i++) {{ r = (r << {lit(1)}) | (x & {lit(1)}); x >>= {lit(1)}; }}",
-                            f"return {r};"]
-                case ir.MathFn.LEADING_ZEROS | ir.MathFn.TRAILING_ZEROS:
-                    lead = fn is ir.MathFn.LEADING_ZEROS
-                    probe, step = (lit(1 << (w - 1)), "<<=") if lead else (lit(1), ">>=")
-                    return [f"{cu} x = {x}; {c32} n = {lit(0, Elem.U32)};",
-                            f"if (x == {lit(0)}) return {lit(w, Elem.U32)};",
-                            f"while ((x & {probe}) == {lit(0)}) {{ x {step} {lit(1)}; n += "
-                            f"{lit(1, Elem.U32)}; }}", "return n;"]
-                case ir.MathFn.FIND_FIRST_SET:
-                    tz = self._int_math(ir.MathFn.TRAILING_ZEROS, ["a"], t)
-                    return [f"return a == {self.literal(0, t)} ? {lit(0, Elem.U32)} : "
-                            f"{tz} + {lit(1, Elem.U32)};"]
-                case ir.MathFn.MUL_HI:
-                    return self._mul_hi(t)
-            return self._saturating(fn is ir.MathFn.SATURATING_ADD, t)
-
-        ret = c32 if fn in (ir.MathFn.COUNT_ONES, ir.MathFn.LEADING_ZEROS,
-                            ir.MathFn.TRAILING_ZEROS, ir.MathFn.FIND_FIRST_SET) else c
-        params = [(c, "a")] if len(xs) == 1 else [(c, "a"), (c, "b")]
-        self.helper(name, lambda: self.function(ret, name, params, body()))
-        return f"{name}({', '.join(xs)})"
-
-    def _mul_hi(self, t: Elem) -> list[str]:
-        """The high half of ``a * b`` from half-width products (schoolbook), then, for
-        a signed type, corrected for each negative operand (modulo 2^bits)."""
-        u, h = UNSIGNED[t], t.bits // 2
-        cu, bc = self.ctype(u), self.d.bitcast
-        m, s = self.literal((1 << h) - 1, u), self.literal(h, u)
-        ua, ub = (bc(self, "a", t, u), bc(self, "b", t, u)) if t.is_signed else ("a", "b")
-        lines = [f"const {cu} x = {ua}; const {cu} y = {ub};",
-                 f"const {cu} xl = x & {m}; const {cu} xh = x >> {s};",
-                 f"const {cu} yl = y & {m}; const {cu} yh = y >> {s};",
-                 f"{cu} t = xl * yl;", f"t = xh * yl + (t >> {s});",
-                 f"const {cu} w1 = t & {m}; const {cu} w2 = t >> {s};",
-                 "t = xl * yh + w1;", f"{cu} hi = xh * yh + w2 + (t >> {s});"]
-        if not t.is_signed:
-            return [*lines, "return hi;"]
-        zero = self.literal(0, t)
-        return [*lines, f"if (a < {zero}) hi -= y;", f"if (b < {zero}) hi -= x;",
-                f"return {bc(self, 'hi', u, t)};"]
-
-    def _saturating(self, add: bool, t: Elem) -> list[str]:
-        """``a + b`` or ``a - b`` clamped to ``t``'s range."""
-        c = self.ctype(t)
-        lo = self.literal(-(1 << (t.bits - 1)) if t.is_signed else 0, t)
-        hi = self.literal((1 << (t.bits - 1)) - 1 if t.is_signed else (1 << t.bits) - 1, t)
-        if not t.is_signed:
-            if add:
-                return [f"const {c} r = a + b;", f"return r < a ? {hi} : r;"]
-            return [f"return a < b ? {lo} : a - b;"]
-        zero = self.literal(0, t)
-        r = self.wrap("+" if add else "-", "a", "b", t)
-        signs = "==" if add else "!="
-        return [f"const {c} r = {r};",
-                f"if (((a < {zero}) {signs} (b < {zero})) && ((r < {zero}) != (a < {zero}))) "
-                f"return a < {zero} ? {lo} : {hi};", "return r;"]
-
-    def _minmax(self, fn: ir.MathFn, t: Elem, xs: list[str]) -> str:
-        if t.is_float:
-            return self.d.math(self, _FLOAT_FNS[fn], xs, t)
-        name, c = f"cc_{fn.value}_{t.value}", self.ctype(t)
-        pick = "b < a" if fn is ir.MathFn.MIN else "a < b"
-        self.helper(name, lambda: self.function(c, name, [(c, "a"), (c, "b")],
-                                                [f"return {pick} ? b : a;"]))
-        return f"{name}({xs[0]}, {xs[1]})"
+        if e.fn in INT_FUNCTIONS:
+            return self.d.bits(self, e.fn, xs, t)
+        return self.d.math(self, _FLOAT_FNS.get(e.fn, e.fn.value), xs, t)
 
     def expr_cast(self, e: ir.Cast) -> str:
         """The dialect's conversion."""
@@ -1215,42 +868,22 @@ class CEmitter(StructuredEmitter):
         return self.d.bitcast(self, self.expr(e.x), e.x.type, e.type)
 
     def expr_select(self, e: ir.Select) -> str:
-        """``c ? a : b``; through a function (whose arguments are all evaluated) where a
-        side holds a plane operation, which every active unit must reach."""
-        c, a, b = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
-        if not any(isinstance(n, ir.PlaneOp) for n in ir.walk((e.a, e.b))):
-            return f"({c} ? {a} : {b})"
-        name, ct = f"cc_select_{e.type.value}", self.ctype(e.type)
-        self.helper(name, lambda: self.function(
-            ct, name, [(self.ctype(Elem.BOOL), "c"), (ct, "a"), (ct, "b")],
-            ["return c ? a : b;"]))
-        return f"{name}({c}, {a}, {b})"
+        """``c ? a : b`` (the core IR's sides hold no plane operation, which every
+        unit would have to reach)."""
+        return f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})"
 
     def expr_load(self, e: ir.Load) -> str:
-        """``a[i]``; checked: 0 outside the array (per element, for a line)."""
+        """``a[i]``: an element, or a line of a line array (read by the dialect)."""
         a = self.array(e.array)
         if isinstance(e.type, ir.Line):
-            ut = UNSIGNED[e.index.type]
-            index = self.cast(self.expr(e.index), e.index.type, ut)
-            return self.d.load_line(self, a, index, ut, e.type)
-        if not self.needs_check(e):
-            value = self.d.subscript(a, self.expr(e.index), e.index.type)
-        else:
-            ut = UNSIGNED[e.index.type]
-            index = self.cast(self.expr(e.index), e.index.type, ut)
-            value = self.d.checked_load(self, a, index, ut)
-        return self.d.from_memory(value, a.elem)
+            return self.d.load_line(self, a, self.expr(e.index), e.index.type, e.type)
+        return self.d.from_memory(self.d.subscript(a, self.expr(e.index), e.index.type),
+                                  a.elem)
 
     def expr_metadata(self, e: Metadata) -> str:
-        """An array's length, buffer length, rank, extent or stride, as the dialect
-        passes it; a line array's length in lines, the last one maybe partial."""
-        text = self.metadata(metadata_kind(e), e.array, getattr(e, "dim", 0))
-        line = self.arrays[e.array].line
-        if isinstance(e, ir.Len) and line > 1:
-            u = lambda v: self.literal(v, Elem.U32)  # noqa: E731
-            return (f"({text} / {u(line)} + ({text} % {u(line)} != {u(0)} ? {u(1)} : "
-                    f"{u(0)}))")
-        return text
+        """An array's length, buffer length (both in elements), rank, extent or stride,
+        as the dialect passes it."""
+        return self.metadata(metadata_kind(e), e.array, getattr(e, "dim", 0))
 
     def expr_plane(self, e: ir.PlaneOp) -> str:
         """The dialect's plane operation (the lane as a u32)."""

@@ -1,6 +1,10 @@
-"""The skeleton every backend's emitter shares: naming, temporaries, nesting, dispatch
-over the IR's node types, and the helper functions a program collects.
+"""The skeleton every backend's emitter shares: the passes run first, then naming,
+temporaries, nesting, dispatch over the core IR's node types, and the helper
+functions a program collects.
 
+An emitter receives the kernel in the core IR (:mod:`cubecl_server.lowering.passes`,
+for the target its :class:`~cubecl_server.lowering.passes.Native` describes), so it
+writes each node as its target spells it and decides nothing the IR means.
 A backend's emitter subclasses :class:`StructuredEmitter` and writes one method per
 node type, which :meth:`~StructuredEmitter.stmt` and :meth:`~StructuredEmitter.expr`
 dispatch to: ``stmt_assign``, ``stmt_store``, ``stmt_if``, ``stmt_for``,
@@ -9,8 +13,8 @@ dispatch to: ``stmt_assign``, ``stmt_store``, ``stmt_if``, ``stmt_for``,
 ``expr_builtin``, ``expr_binary``, ``expr_unary``, ``expr_math``, ``expr_cast``,
 ``expr_bitcast``, ``expr_select``, ``expr_load``, ``expr_metadata`` (``Len``,
 ``BufferLen``, ``Rank``, ``Shape`` and ``Stride``: :func:`metadata_kind` names each),
-``expr_plane``, ``expr_line_fill``, ``expr_line_element``, ``expr_line_reduce`` for the expressions
-(each returns the expression's text).
+``expr_plane``, ``expr_line_fill``, ``expr_line_element``, ``expr_line_make`` for the
+expressions (each returns the expression's text).
 :class:`~cubecl_server.lowering.cfamily.CEmitter` is one, for C-like languages; the
 cpu backend's NumPy emitter is another, the vulkan backend's SPIR-V emitter a third
 (its expression methods give SPIR-V ids instead of text).
@@ -27,8 +31,7 @@ from cubecl_server import ir
 from cubecl_server.errors import CompilationError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
-from cubecl_server.lowering.bounds import InBounds, in_bounds
-from cubecl_server.lowering.zeroing import shared_to_zero
+from cubecl_server.lowering.passes import Native, lower
 
 __all__ = ["Metadata", "StructuredEmitter", "mangle", "metadata_kind"]
 
@@ -47,7 +50,7 @@ _EXPRS: dict[type, str] = {
     ir.Len: "expr_metadata", ir.Shape: "expr_metadata", ir.Stride: "expr_metadata",
     ir.BufferLen: "expr_metadata", ir.Rank: "expr_metadata",
     ir.PlaneOp: "expr_plane", ir.LineFill: "expr_line_fill",
-    ir.LineElement: "expr_line_element", ir.LineReduce: "expr_line_reduce",
+    ir.LineElement: "expr_line_element", ir.LineMake: "expr_line_make",
 }
 _JUMPS = (ir.Return, ir.Break, ir.Continue)
 
@@ -95,17 +98,12 @@ class StructuredEmitter:
     """One level of nesting."""
 
     def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode,
-                 backend: str) -> None:
-        self.kernel = kernel
+                 backend: str, native: Native) -> None:
+        self.kernel = lower(kernel, cube_dim, mode, native, backend)
+        """The kernel in the core IR: what this emitter writes."""
+        kernel = self.kernel
         self.dim = (cube_dim.x, cube_dim.y, cube_dim.z)
         self.mode = mode
-        self.checked = mode is ExecutionMode.CHECKED
-        self.proven: InBounds | None = in_bounds(kernel, cube_dim) if self.checked else None
-        """The accesses proven inside their array (checked mode only): lowered without
-        their check (:meth:`needs_check`)."""
-        self.zeroed = shared_to_zero(kernel, cube_dim)
-        """The shared arrays the target must clear at the start of each cube (the others
-        are written by every unit before any is read: :mod:`~cubecl_server.lowering.zeroing`)."""
         self.backend = backend
         self.ident = mangle(kernel.name)
         """The kernel's name as an identifier (entry points are named from it)."""
@@ -161,12 +159,6 @@ class StructuredEmitter:
     def shared_bytes(self) -> int:
         """Bytes of cube-local memory the kernel's shared arrays take (bool: one each)."""
         return sum(sh.size * (sh.elem.bits // 8) for sh in self.kernel.shared)
-
-    def needs_check(self, access: ir.Load | ir.Store | ir.AtomicStmt) -> bool:
-        """Whether ``access`` must be lowered with checked mode's bounds check: in
-        checked mode, unless :func:`~cubecl_server.lowering.bounds.in_bounds` proved
-        it inside its array."""
-        return self.proven is not None and access not in self.proven
 
     # ------------------------------------------------------------ output
 

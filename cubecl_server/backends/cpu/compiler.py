@@ -1,9 +1,10 @@
-"""The ``cpu`` backend's Compiler: IR -> vectorised NumPy Python source.
+r"""The ``cpu`` backend's Compiler: IR -> vectorised NumPy Python source.
 
 It lowers IR that :func:`cubecl_server.ir_check.check_kernel` has accepted (the
 loader checks every kernel first), so it checks no rule of ``docs/ir.md`` itself. Its
-emitter builds on the core's :class:`~cubecl_server.lowering.StructuredEmitter`
-(names, temporaries, nesting, dispatch over the IR's nodes).
+emitter builds on the core's :class:`~cubecl_server.lowering.StructuredEmitter`: it
+writes the core IR the passes leave for :data:`NATIVE` (checked accesses, loops,
+division, shifts and the integer functions are theirs), each node as NumPy spells it.
 
 The generated module imports only ``numpy as np`` and
 :mod:`cubecl_server.backends.cpu.support` (as ``_s``) and defines::
@@ -26,21 +27,16 @@ divergent through masks (see :mod:`support` for values and masks):
 - ``if`` runs its then-branch under ``mask & cond`` and its else-branch under
   ``mask & ~cond``, each skipped when no lane is left in it; an assignment under a
   mask keeps the old value in the other lanes.
-- ``and``/``or`` compute their right side only in the lanes the left side leaves
-  undecided (under that narrower mask, and not at all when no lane is left), so a load
-  there never touches the lanes the left side decided: Python's short circuit, lane by
-  lane. A right side without loads or plane operations is computed in every lane.
+- ``and``/``or`` compute both sides in every lane: the passes made an ``if`` of any
+  right side that loads or holds a plane operation.
 - Loops step while any lane is active; each lane leaves when its own condition
   fails, or on ``break``; ``continue`` masks a lane off for the rest of the
   iteration; ``return`` masks it off for the rest of the kernel. Statements after
   a jump in the same block are unreachable and not emitted; after a compound
   statement that may jump, the block's mask is narrowed and the rest of the block
   runs only if a lane is left.
-- ``for`` follows Python's ``range``: the bounds are evaluated once and turned
-  into a per-lane trip count (so a counter near its type's limit never wraps into
-  extra iterations); the variable takes each value in turn and keeps the last one
-  after the loop (unchanged in a lane that runs no iteration); assigning the
-  variable in the body does not change the trip count.
+- ``for`` is the core IR's counted loop: its counter, the same in every lane, goes
+  from 0 by 1 while a lane's trip count (maybe its own) is above it.
 - Locals start as zeros of their type: reading a local before a path assigns it
   reads 0. Assignments in the kernel's top-level block are not masked: the only
   lanes inactive there have returned, and nothing they hold is observable again.
@@ -50,18 +46,16 @@ divergent through masks (see :mod:`support` for values and masks):
   holds inside loops too, since every lane still steps through the body statement
   by statement (masked-off lanes just do not write). A barrier that only some units
   of a cube reach is undefined behaviour on every backend.
-- Memory: checked mode reads 0 outside an array (or a cube's shared array) and
-  drops writes outside, except for the accesses the core's bounds pass proved
-  inside (:attr:`StructuredEmitter.proven`), lowered as in unchecked mode; inactive
-  lanes never write in either mode. Of several lanes
+- Memory: the accesses of the core IR are inside their arrays in the lanes that
+  reach them (checked mode's checks are the passes' ``if``\ s); inactive lanes never
+  read or write. Of several lanes
   storing to one address, the last in lane order wins. Atomics act as if the
   active lanes ran one after another in lane order (see :func:`support.atomic`).
 - Planes have :data:`PLANE_SIZE` units: consecutive units of a cube, the last plane
   of a cube short when the cube size is not a multiple of it.
 
-Integer arithmetic wraps; ``IDIV`` and ``REM`` truncate toward zero as in C and an
-integer division by zero gives 0; float ``IDIV`` is ``trunc(a / b)`` (consistent
-with ``REM`` being ``fmod``). Constants are emitted typed (``np.float32(2.5)``) so
+Integer arithmetic wraps; ``IDIV`` and ``REM`` truncate toward zero as in C (their
+divisor is never 0 nor -1 in the core IR). Constants are emitted typed (``np.float32(2.5)``) so
 NumPy 2's promotion rules keep every operation in the IR's type; an integer
 constant outside its type's range wraps. NumPy's floating-point warnings are off.
 ``FMA`` is ``a * b + c`` rounded twice.
@@ -83,20 +77,23 @@ from dataclasses import dataclass
 
 from cubecl_server import ir
 from cubecl_server.backend import (
+    ALL_BUILTINS,
     CompiledKernel,
     CubeDim,
     ExecutionMode,
+    Native,
     StructuredEmitter,
     metadata_kind,
 )
 
-__all__ = ["PLANE_SIZE", "CpuCompiler"]
+__all__ = ["PLANE_SIZE", "CpuCompiler", "NATIVE"]
 
 PLANE_SIZE = 32
 """Units per plane (subgroup) on the cpu backend."""
 
 _ARITH = {ir.BinOp.ADD: "+", ir.BinOp.SUB: "-", ir.BinOp.MUL: "*"}
-_BITWISE = {ir.BinOp.BITAND: "&", ir.BinOp.BITOR: "|", ir.BinOp.BITXOR: "^"}
+_BITWISE = {ir.BinOp.BITAND: "&", ir.BinOp.BITOR: "|", ir.BinOp.BITXOR: "^",
+            ir.BinOp.AND: "&", ir.BinOp.OR: "|"}  # both sides of and/or: see the module
 _COMPARE = {ir.BinOp.EQ: "==", ir.BinOp.NE: "!=", ir.BinOp.LT: "<", ir.BinOp.LE: "<=",
             ir.BinOp.GT: ">", ir.BinOp.GE: ">="}
 _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -108,14 +105,18 @@ _FLOAT_FNS = {ir.MathFn.EXP: "np.exp", ir.MathFn.LOG: "np.log", ir.MathFn.SQRT: 
               ir.MathFn.SINH: "np.sinh", ir.MathFn.COSH: "np.cosh", ir.MathFn.LOG2: "np.log2",
               ir.MathFn.EXP2: "np.exp2", ir.MathFn.LOG1P: "np.log1p",
               ir.MathFn.EXPM1: "np.expm1", ir.MathFn.ROUND: "np.rint",
-              ir.MathFn.TRUNC: "np.trunc", ir.MathFn.SIGN: "_s.sign",
-              ir.MathFn.COUNT_ONES: "_s.count_ones", ir.MathFn.REVERSE_BITS: "_s.reverse_bits",
-              ir.MathFn.LEADING_ZEROS: "_s.leading_zeros",
-              ir.MathFn.TRAILING_ZEROS: "_s.trailing_zeros",
-              ir.MathFn.FIND_FIRST_SET: "_s.find_first_set"}
-_FLOAT_FNS2 = {ir.MathFn.ATAN2: "np.arctan2", ir.MathFn.COPYSIGN: "np.copysign",
-               ir.MathFn.HYPOT: "np.hypot", ir.MathFn.POW: "np.power",
-               ir.MathFn.MUL_HI: "_s.mul_hi"}
+              ir.MathFn.TRUNC: "np.trunc", ir.MathFn.ISNAN: "np.isnan",
+              ir.MathFn.ISINF: "np.isinf", ir.MathFn.ABS: "np.abs",
+              ir.MathFn.ATAN2: "np.arctan2", ir.MathFn.COPYSIGN: "np.copysign",
+              ir.MathFn.HYPOT: "np.hypot", ir.MathFn.POW: "np.power",
+              ir.MathFn.MIN: "np.fmin", ir.MathFn.MAX: "np.fmax"}
+_MATH = frozenset(_FLOAT_FNS) | {ir.MathFn.FMA}
+NATIVE = Native(nan_minmax=True, float_rem=True, builtins=ALL_BUILTINS, zeroed_shared=True,
+                zeroed_local_arrays=True, float_atomics=frozenset(ir.AtomicOp),
+                functions={ir.Elem.F16: _MATH, ir.Elem.F32: _MATH, ir.Elem.F64: _MATH})
+"""What NumPy computes itself: its ufuncs (``fmin``/``fmax`` with the NaN rule,
+``fmod``), every builtin from the chunk's grid, arrays allocated zeroed, atomics run
+lane after lane. The rest - short circuits, the integer functions - is IR."""
 _PLANE_FNS = {ir.PlaneFn.SUM: "_s.plane_sum", ir.PlaneFn.MAX: "_s.plane_max",
               ir.PlaneFn.MIN: "_s.plane_min", ir.PlaneFn.PROD: "_s.plane_prod",
               ir.PlaneFn.ALL: "_s.plane_all", ir.PlaneFn.ANY: "_s.plane_any",
@@ -143,9 +144,9 @@ class CpuCompiler:
     def compile(self, kernel: ir.Kernel, cube_dim: CubeDim,
                 mode: ExecutionMode) -> CompiledKernel:
         """Lower ``kernel`` for launches of ``cube_dim`` in ``mode``."""
-        source = _Emitter(kernel, cube_dim, mode).module()
-        return CompiledKernel(name=kernel.name, entry_point="run", source=source,
-                              extension=self.extension)
+        e = _Emitter(kernel, cube_dim, mode)
+        return CompiledKernel(name=kernel.name, entry_point="run", source=e.module(),
+                              extension=self.extension, core=e.kernel)
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,57 @@ def _jumps(s: ir.Stmt) -> tuple[bool, bool]:
     return ret, loop
 
 
+_WRITES = (ir.Store, ir.AtomicStmt, ir.TensorMapLoad)
+
+
+def _view_safe(kernel: ir.Kernel) -> frozenset[str]:
+    """The locals whose value may be a view of an array rather than a copy: every
+    assignment and read of one is outside any loop, no assignment reads it (the other
+    local would be the same view), and no statement writes memory after its first
+    assignment and before the last statement reading it (that one reads before it
+    writes). A local the checked pass made for a load is one: it is read by the
+    statement the load was in, with only other loads between."""
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    unsafe: set[str] = set()  # in a loop, or read by an assignment
+    writes: list[int] = []
+    order = 0
+
+    def visit(stmts: tuple[ir.Stmt, ...], loop: bool) -> None:
+        nonlocal order
+        for st in stmts:
+            order += 1
+            here = order
+            if isinstance(st, _WRITES):
+                writes.append(here)
+            names = [n.name for n in ir.walk(tuple(
+                getattr(st, f) for f in _READS.get(type(st), ()) if getattr(st, f) is not None))
+                if isinstance(n, ir.Var)]
+            for name in names:
+                last[name] = here
+                if loop or isinstance(st, ir.Assign):  # another local could alias the view
+                    unsafe.add(name)
+            if isinstance(st, ir.Assign):
+                first.setdefault(st.name, here)
+                if loop:
+                    unsafe.add(st.name)
+            match st:
+                case ir.If():
+                    visit(st.then, loop)
+                    visit(st.orelse, loop)
+                case ir.For() | ir.While():
+                    visit(st.body, True)
+
+    visit(kernel.body, False)
+    return frozenset(n for n, at in first.items() if n not in unsafe and n in last and not any(
+        at < w < last[n] for w in writes))
+
+
+_READS = {ir.Assign: ("value",), ir.Store: ("index", "value"), ir.If: ("cond",),
+          ir.For: ("start", "stop"), ir.While: ("cond",),
+          ir.AtomicStmt: ("index", "value", "compare"), ir.TensorMapLoad: ("coords",)}
+
+
 class _Emitter(StructuredEmitter):
     """Writes one kernel's module, every statement under :attr:`mask` (the name of the
     lanes it runs in) and every expression for :attr:`consumed` use."""
@@ -203,7 +255,8 @@ class _Emitter(StructuredEmitter):
     comment = "#"
 
     def __init__(self, kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode) -> None:
-        super().__init__(kernel, cube_dim, mode, "cpu")
+        super().__init__(kernel, cube_dim, mode, "cpu", NATIVE)
+        kernel = self.kernel
         self.mask = "alive"
         # Whether the expression being lowered feeds an operation at once (so it may be
         # a view of an array parameter) or must be a value of its own.
@@ -216,6 +269,8 @@ class _Emitter(StructuredEmitter):
         # Locals assigned once, at the top level, a value the same in every lane.
         self.uniform_locals: set[str] = set()
         self.hoisted: dict[tuple[str, str, int], str] = {}
+        self.views = _view_safe(kernel)
+        """Locals that may hold a view of an array (see :func:`_view_safe`)."""
         self.assign_counts: dict[str, int] = {}
         for n in ir.walk(kernel.body):
             target = (n.name if isinstance(n, ir.Assign) else n.var
@@ -301,11 +356,7 @@ class _Emitter(StructuredEmitter):
         del self.lines[body_start:]
         self.depth = 1
         for (kind, name, axis), py in self.hoisted.items():
-            line = self.arrays[name].line if name in self.arrays else 1
-            if kind == "len" and line > 1:
-                self.line(f"{py} = _s.lines({self._py(name)}.shape[0], {line})",
-                          f"len({name}): lines of {line}")
-            elif kind == "len":
+            if kind == "len":
                 self.line(f"{py} = _s.count(shapes[{self.position[name]}])", f"len({name})")
             elif kind == "buffer_len":
                 self.line(f"{py} = _s.length({self._py(name)})", f"buffer_len({name})")
@@ -360,7 +411,7 @@ class _Emitter(StructuredEmitter):
             self.pos_aliases[name] = value
             self.line("pass", f"{text} (read below as ABSOLUTE_POS)")
             return
-        v = self.value(value, consumed=False)
+        v = self.value(value, consumed=name in self.views)
         py = self._py(name)
         if mask == "alive":
             if self.assign_counts.get(name) == 1 and self._is_uniform(value):
@@ -376,28 +427,25 @@ class _Emitter(StructuredEmitter):
         # A value read from the array being written must not be a view of it.
         same = isinstance(s.value, ir.Load) and s.value.array == s.array
         val = self.value(s.value, consumed=not same)
-        arr, checked = self._py(s.array), self.needs_check(s)
+        arr = self._py(s.array)
         if s.array in self.shared:
             self.line(f"_s.store_shared({arr}, {self.shared[s.array].size}, g, "
-                      f"{self.expr(s.index)}, {val}, {mask}, {checked})", text)
+                      f"{self.expr(s.index)}, {val}, {mask})", text)
             return
         if s.array in self.local_arrays:
             self.line(f"_s.store_local({arr}, {self.local_arrays[s.array].size}, g, "
-                      f"{self.expr(s.index)}, {val}, {mask}, {checked})", text)
+                      f"{self.expr(s.index)}, {val}, {mask})", text)
             return
-        line = self.arrays[s.array].line
+        line = ir.line_size(s.value.type)
         if line > 1 and self._is_pos(s.index):
             self.line(f"_s.store_line_pos({arr}, {line}, g, {val}, {mask})", text)
-            return
-        if line > 1:
-            self.line(f"_s.store_line({arr}, {line}, {self.expr(s.index)}, {val}, {mask}, "
-                      f"{self.checked})", text)
-            return
-        if self._is_pos(s.index):
+        elif line > 1:
+            self.line(f"_s.store_line({arr}, {line}, {self.expr(s.index)}, {val}, {mask})",
+                      text)
+        elif self._is_pos(s.index) and self.arrays[s.array].line == 1:
             self.line(f"_s.store_pos({arr}, g, {val}, {mask})", text)
-            return
-        fn = "store" if checked else "store_unchecked"
-        self.line(f"_s.{fn}({arr}, {self.expr(s.index)}, {val}, {mask})", text)
+        else:
+            self.line(f"_s.store({arr}, {self.expr(s.index)}, {val}, {mask})", text)
 
     def stmt_if(self, s: ir.If) -> None:
         """Each branch under its narrower mask, skipped when no lane is in it."""
@@ -437,28 +485,21 @@ class _Emitter(StructuredEmitter):
             self._loop_body(s.body, loop)
 
     def stmt_for(self, s: ir.For) -> None:
-        """Python's ``range``: the bounds once, as a per-lane trip count."""
-        elem, step = self.locals[s.var].elem, int(s.step.value)
+        """The core IR's counted loop: its counter, one for all lanes, steps while a
+        lane's count is above it."""
         py, mask = self._py(s.var), self.mask
         loop = _Loop(self.temp(), self.temp())
-        k, trips, it = self.temp(), self.temp(), self.temp()
-        header = ir.format_stmt(s) + (" (unroll)" if s.unroll else "")
-        self.line(f"{k} = {self.value(s.start, consumed=False)}", header)
-        self.line(f"{trips} = _s.trip_count({k}, {self.expr(s.stop)}, {step})")
+        counter = self.locals[s.var].elem
+        self.line(f"{py} = {_const(0, counter)}",
+                  ir.format_stmt(s) + (" (unroll)" if s.unroll else ""))
         self.line(f"{loop.looping} = {mask}")
-        self.line(f"{it} = 0", "iterations done: the same in every lane")
         self.line("while True:")
         with self.nested():
-            self.line(f"{loop.looping} = _s.and_({loop.looping}, {trips} > {it})")
+            self.line(f"{loop.looping} = _s.and_({loop.looping}, {self.expr(s.stop)} > {py})")
             self.line(f"if {loop.looping} is False:")
             self.line("    break")
-            self.line(f"{py} = _s.merge({loop.looping}, {k}, {py})")
             self._loop_body(s.body, loop)
-            if step < 0 and not elem.is_signed:
-                self.line(f"{k} = {k} - {_const(-step, elem)}")
-            else:
-                self.line(f"{k} = {k} + {_const(step, elem)}")
-            self.line(f"{it} += 1")
+            self.line(f"{py} = {py} + {_const(1, counter)}")
 
     def stmt_break(self, s: ir.Break) -> None:
         """The active lanes leave the loop."""
@@ -500,8 +541,7 @@ class _Emitter(StructuredEmitter):
             target, fn = self._py(s.array), "atomic"
         idx, val = self.expr(s.index), self.expr(s.value)
         cmp = "None" if s.compare is None else self.expr(s.compare)
-        call = (f"_s.{fn}({s.op.value!r}, {target}, g, {idx}, {val}, {cmp}, {mask}, "
-                f"{self.needs_check(s)})")
+        call = f"_s.{fn}({s.op.value!r}, {target}, g, {idx}, {val}, {cmp}, {mask})"
         text = ir.format_stmt(s)
         if s.result is None:
             self.line(call[:-1] + ", old=False)", text)
@@ -593,32 +633,29 @@ class _Emitter(StructuredEmitter):
         """``support.element``."""
         return f"_s.element({self.expr(e.x)}, {e.index})"
 
-    def expr_line_reduce(self, e: ir.LineReduce) -> str:
-        """``support.reduce_line``."""
-        return f"_s.reduce_line({e.fn.value!r}, {self.expr(e.x)})"
+    def expr_line_make(self, e: ir.LineMake) -> str:
+        """``support.make_line``."""
+        return f"_s.make_line({', '.join(self.expr(x) for x in e.parts)})"
 
     def expr_load(self, e: ir.Load) -> str:
         """A load in the active lanes (a view of the array where the position indexes
         it and the value is consumed)."""
         arr, mask = self._py(e.array), self.mask
-        line = self.arrays[e.array].line if e.array in self.arrays else 1
+        line = ir.line_size(e.type)
         if line > 1 and self._is_pos(e.index):
             fn = "view_line_pos" if self.consumed else "load_line_pos"
             return f"_s.{fn}({arr}, {line}, g)"
         if line > 1:
-            return (f"_s.load_line({arr}, {line}, {self.expr(e.index)}, {mask}, "
-                    f"{self.checked})")
-        checked = self.needs_check(e)
+            return f"_s.load_line({arr}, {line}, {self.expr(e.index)}, {mask})"
         if e.array in self.shared:
             return (f"_s.load_shared({arr}, {self.shared[e.array].size}, g, "
-                    f"{self.expr(e.index)}, {mask}, {checked})")
+                    f"{self.expr(e.index)}, {mask})")
         if e.array in self.local_arrays:
             return (f"_s.load_local({arr}, {self.local_arrays[e.array].size}, g, "
-                    f"{self.expr(e.index)}, {mask}, {checked})")
-        if self._is_pos(e.index):
+                    f"{self.expr(e.index)}, {mask})")
+        if self._is_pos(e.index) and self.arrays[e.array].line == 1:
             return f"_s.{'view_pos' if self.consumed else 'load_pos'}({arr}, g)"
-        fn = "load" if checked else "load_unchecked"
-        return f"_s.{fn}({arr}, {self.expr(e.index)}, {mask})"
+        return f"_s.load({arr}, {self.expr(e.index)}, {mask})"
 
     def expr_metadata(self, e: ir.Len | ir.BufferLen | ir.Rank | ir.Shape | ir.Stride) -> str:
         """A length, buffer length, rank, extent or stride, hoisted out of the chunk loop."""
@@ -635,8 +672,6 @@ class _Emitter(StructuredEmitter):
                 if self._is_pos(e.rhs) and self._is_uniform(e.lhs):
                     return f"g.pos_cmp({_MIRROR[sym]!r}, {self.expr(e.lhs)})"
             return f"({self.expr(e.lhs)} {sym} {self.expr(e.rhs)})"
-        if op in (ir.BinOp.AND, ir.BinOp.OR):
-            return self._logical(e)
         a, b = self._side(e.lhs, e.rhs), self._side(e.rhs, e.lhs)
         if op in _BITWISE:
             return f"({a} {_BITWISE[op]} {b})"
@@ -645,17 +680,10 @@ class _Emitter(StructuredEmitter):
         if op is ir.BinOp.DIV:
             return f"({a} / {b})"
         if op is ir.BinOp.IDIV:
-            if t.is_float:
-                return f"np.trunc({a} / {b})"
             return f"_s.idiv({a}, {b})" if t.is_signed else f"({a} // {b})"
         if op is ir.BinOp.REM:
             return f"np.fmod({a}, {b})"
-        # SHL or SHR, the operators left.
-        if isinstance(e.rhs, ir.Const):
-            amount = _const(int(e.rhs.value) & (t.bits - 1), t)
-        else:
-            amount = f"({b} & {_const(t.bits - 1, t)})"
-        return f"({a} {'<<' if op is ir.BinOp.SHL else '>>'} {amount})"
+        return f"({a} {'<<' if op is ir.BinOp.SHL else '>>'} {b})"  # the amount is in range
 
     def _side(self, e: ir.Expr, other: ir.Expr) -> str:
         """An operand; a line filled with a value the same in every lane as that value
@@ -665,25 +693,6 @@ class _Emitter(StructuredEmitter):
             return self.expr(e.x)
         return self.expr(e)
 
-    def _logical(self, e: ir.Binary) -> str:
-        """``lhs and rhs`` / ``lhs or rhs``, the right side evaluated (after the lines
-        this emits) only in the lanes the left side leaves undecided."""
-        sym = "&" if e.op is ir.BinOp.AND else "|"
-        a = self.expr(e.lhs)
-        if not any(isinstance(n, (ir.Load, ir.PlaneOp)) for n in ir.walk(e.rhs)):
-            # Nothing on the right depends on the lanes it runs in: compute it in all.
-            return f"({a} {sym} {self.expr(e.rhs)})"
-        left, rest, right = self.temp(), self.temp(), self.temp()
-        self.line(f"{left} = {a}", f"{ir.format_expr(e.lhs)} {e.op.value} ...")
-        narrow = "and_" if e.op is ir.BinOp.AND else "andnot"
-        self.line(f"{rest} = _s.{narrow}({self.mask}, {left})", "lanes it leaves undecided")
-        # Where no lane is undecided, the right side's value is never used.
-        self.line(f"{right} = np.False_")
-        self.line(f"if {rest} is not False:", f"... {e.op.value} {ir.format_expr(e.rhs)}")
-        with self.nested(), self.under(rest):
-            self.line(f"{right} = {self.value(e.rhs, consumed=False)}")
-        return f"({left} {sym} {right})"
-
     def expr_unary(self, e: ir.Unary) -> str:
         """``-``, and ``~`` for both ``not`` of a bool and ``~`` of an integer."""
         x = self.expr(e.x)
@@ -691,34 +700,10 @@ class _Emitter(StructuredEmitter):
 
     def expr_math(self, e: ir.Math) -> str:
         """NumPy's functions (``fmin``/``fmax`` for the NaN rule; ``FMA`` rounded twice)."""
-        fn, t = e.fn, ir.elem_of(e.args[0].type)
         xs = [self.expr(a) for a in e.args]
-        if fn is ir.MathFn.ISNAN:
-            return f"np.isnan({xs[0]})"
-        if fn is ir.MathFn.ISINF:
-            return f"np.isinf({xs[0]})"
-        if fn is ir.MathFn.ABS:
-            return f"np.abs({xs[0]})"
-        if fn is ir.MathFn.MIN:
-            return f"np.fmin({xs[0]}, {xs[1]})"
-        if fn is ir.MathFn.MAX:
-            return f"np.fmax({xs[0]}, {xs[1]})"
-        if fn is ir.MathFn.CLAMP:
-            return f"np.fmin(np.fmax({xs[0]}, {xs[1]}), {xs[2]})"
-        if fn in _FLOAT_FNS:
-            return f"{_FLOAT_FNS[fn]}({xs[0]})"
-        if fn in _FLOAT_FNS2:
-            return f"{_FLOAT_FNS2[fn]}({xs[0]}, {xs[1]})"
-        if fn is ir.MathFn.RSQRT:
-            return f"({_const(1.0, t)} / np.sqrt({xs[0]}))"
-        if fn is ir.MathFn.RHYPOT:
-            return f"({_const(1.0, t)} / np.hypot({xs[0]}, {xs[1]}))"
-        if fn is ir.MathFn.POWI:
-            return f"np.power({xs[0]}, {xs[1]}.astype({_dtype(t)}))"
-        if fn in (ir.MathFn.SATURATING_ADD, ir.MathFn.SATURATING_SUB):
-            op = "add" if fn is ir.MathFn.SATURATING_ADD else "sub"
-            return f"_s.saturating({op!r}, {xs[0]}, {xs[1]})"
-        return f"({xs[0]} * {xs[1]} + {xs[2]})"  # FMA, the function left
+        if e.fn is ir.MathFn.FMA:
+            return f"({xs[0]} * {xs[1]} + {xs[2]})"
+        return f"{_FLOAT_FNS[e.fn]}({', '.join(xs)})"
 
     def expr_plane(self, e: ir.PlaneOp) -> str:
         """``support.plane_*``."""

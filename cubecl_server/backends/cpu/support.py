@@ -31,9 +31,9 @@ from numpy.polynomial import chebyshev as _cheb
 __all__ = [
     "MAX_LANES", "Grid", "QuietRun", "quiet_context", "chunks", "check_dim", "extent",
     "length", "scalar",
-    "and_", "andnot", "merge", "select", "idiv", "trip_count", "erf",
-    "load", "load_unchecked", "view_pos", "load_pos", "store", "store_unchecked",
-    "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
+    "and_", "andnot", "merge", "select", "idiv", "erf",
+    "load", "view_pos", "load_pos", "store", "store_pos", "load_shared", "store_shared",
+    "atomic", "atomic_shared", "make_line",
     "plane_sum", "plane_max", "plane_broadcast",
 ]
 
@@ -393,139 +393,17 @@ def select(c: Value, a: Value, b: Value) -> Value:
     return r if r.ndim else r[()]
 
 
-def sign(x: Value) -> Value:
-    """1 where ``x > 0``, -1 where ``x < 0``, else ``x`` itself (0, -0.0, NaN)."""
-    t = np.asarray(x).dtype.type
-    minus = t(0) if issubclass(t, np.unsignedinteger) else t(-1)
-    r = np.where(x > 0, t(1), np.where(x < 0, minus, x))
-    return r if r.ndim else r[()]
-
-
 def bitcast(x: Value, dtype: type[np.generic]) -> Value:
     """``x``'s bits as ``dtype``, of the same width."""
     r = np.asarray(x).view(dtype)
     return r if r.ndim else r[()]
 
 
-# ---------------------------------------------------------------- bits
-
-
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_REVERSED_BYTE = np.array([int(f"{b:08b}"[::-1], 2) for b in range(256)], np.uint8)
-
-
-def _scalar_or(r: np.ndarray) -> Value:
-    return r if r.ndim else r[()]
-
-
-def _bits(x: Value) -> np.ndarray:
-    """``x`` as the unsigned integers of its width (a view: the same bits)."""
-    a = np.asarray(x)
-    return a.view(_UNSIGNED[a.dtype.itemsize])
-
-
-def _bit_length(u: np.ndarray) -> np.ndarray:
-    """The number of bits up to the highest set one of unsigned ``u`` (0 for 0)."""
-    if u.dtype.itemsize == 8:
-        hi, lo = (u >> np.uint64(32)).astype(np.uint32), (u & np.uint64(0xFFFFFFFF)).astype(
-            np.uint32)
-        return np.where(hi > 0, _bit_length(hi) + 32, _bit_length(lo))
-    # Below 2**53 a float64's exponent is the bit length exactly.
-    return np.frexp(u.astype(np.float64))[1].astype(np.uint32)
-
-
-def count_ones(x: Value) -> Value:
-    """The set bits of each integer (``u32``)."""
-    return _scalar_or(np.bitwise_count(_bits(x)).astype(np.uint32))
-
-
-def reverse_bits(x: Value) -> Value:
-    """Each integer's bits in reverse order (its own type)."""
-    a = np.asarray(x)
-    raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(-1, a.dtype.itemsize)
-    flipped = np.ascontiguousarray(_REVERSED_BYTE[raw][:, ::-1])  # little-endian words
-    return _scalar_or(flipped.view(a.dtype).reshape(a.shape))
-
-
-def leading_zeros(x: Value) -> Value:
-    """The zero bits above the highest set bit (the width for 0), ``u32``."""
-    u = _bits(x)
-    return _scalar_or(np.uint32(8 * u.dtype.itemsize) - _bit_length(u))
-
-
-def trailing_zeros(x: Value) -> Value:
-    """The zero bits below the lowest set bit (the width for 0), ``u32``."""
-    u = _bits(x)
-    lowest = u & (~u + u.dtype.type(1))
-    width = np.uint32(8 * u.dtype.itemsize)
-    return _scalar_or(np.where(u == 0, width, _bit_length(lowest) - np.uint32(1)))
-
-
-def find_first_set(x: Value) -> Value:
-    """1 + the index of the lowest set bit, 0 for 0 (``u32``)."""
-    u = _bits(x)
-    return _scalar_or(np.where(u == 0, np.uint32(0), trailing_zeros(x) + np.uint32(1)))
-
-
-def _umul_hi64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    m, s = np.uint64(0xFFFFFFFF), np.uint64(32)
-    al, ah, bl, bh = a & m, a >> s, b & m, b >> s
-    t = al * bl
-    t = ah * bl + (t >> s)
-    w1, w2 = t & m, t >> s
-    t = al * bh + w1
-    return ah * bh + w2 + (t >> s)
-
-
-def mul_hi(a: Value, b: Value) -> Value:
-    """The high half of the full product of two integers of one type."""
-    x, y = np.asarray(a), np.asarray(b)
-    t = np.result_type(x, y)
-    if t.itemsize == 4:
-        wide = np.int64 if t.kind == "i" else np.uint64
-        return _scalar_or((x.astype(wide) * y.astype(wide) >> 32).astype(t))
-    ux, uy = x.astype(t).view(np.uint64), y.astype(t).view(np.uint64)
-    hi = _umul_hi64(ux, uy)
-    if t.kind == "i":
-        # The signed product's high half, from the unsigned one (modulo 2**64).
-        hi = hi - np.where(x < 0, uy, np.uint64(0)) - np.where(y < 0, ux, np.uint64(0))
-    return _scalar_or(hi.view(t) if t.kind == "i" else hi)
-
-
-def saturating(op: str, a: Value, b: Value) -> Value:
-    """``a + b`` or ``a - b`` (``op``) clamped to the type's range."""
-    x, y = np.asarray(a), np.asarray(b)
-    t = np.result_type(x, y)
-    info = np.iinfo(t)
-    if t.itemsize == 4:
-        wide = x.astype(np.int64) + y if op == "add" else x.astype(np.int64) - y
-        return _scalar_or(np.clip(wide, info.min, info.max).astype(t))
-    ux, uy = x.astype(t).view(np.uint64), y.astype(t).view(np.uint64)
-    r = (ux + uy if op == "add" else ux - uy).view(t)
-    if t.kind == "u":
-        over = r < x if op == "add" else x < y
-        return _scalar_or(np.where(over, t.type(info.max if op == "add" else 0), r))
-    same = (x < 0) == (y < 0)
-    over = (same if op == "add" else ~same) & ((r < 0) != (x < 0))
-    return _scalar_or(np.where(over, np.where(x < 0, t.type(info.min), t.type(info.max)), r))
-
-
 def idiv(a: Value, b: Value) -> Value:
-    """Signed integer division truncating toward zero, as C; ``x / 0`` is 0."""
+    """Signed integer division truncating toward zero, as C (``b`` neither 0 nor -1:
+    the core IR's)."""
     # a - fmod(a, b) is an exact multiple of b, so NumPy's floor division is exact.
     return (a - np.fmod(a, b)) // b
-
-
-def trip_count(start: Value, stop: Value, step: int) -> Value:
-    """How many values ``range(start, stop, step)`` has, per lane (``u64``)."""
-    lo, hi = (np.asarray(start), np.asarray(stop)) if step > 0 else (
-        np.asarray(stop), np.asarray(start))
-    stride = abs(step)
-    # Modulo 2**64 the difference is exact whenever hi > lo, for every integer type.
-    diff = hi.astype(np.uint64) - lo.astype(np.uint64)
-    n = diff // np.uint64(stride) + (diff % np.uint64(stride) != 0)
-    r = np.where(hi > lo, n, np.uint64(0))
-    return r if r.ndim else r[()]
 
 
 # ---------------------------------------------------------------- erf
@@ -577,17 +455,6 @@ def erf(x: Value) -> Value:
 # ---------------------------------------------------------------- memory
 
 
-def _zero(arr: np.ndarray) -> Any:
-    return arr.dtype.type(0)
-
-
-def _in_range(idx: np.ndarray, n: int) -> np.ndarray:
-    ok = idx < n
-    if idx.dtype.kind == "i":
-        ok &= idx >= 0
-    return ok
-
-
 def _as_index(idx: np.ndarray) -> np.ndarray:
     # u64 indices do not cast safely to intp for take(); lanes out of range were
     # already left out (checked) or are undefined behaviour (unchecked).
@@ -598,29 +465,19 @@ _EMPTY = np.zeros(0, np.intp)
 _EMPTY.flags.writeable = False
 
 
-def _access(idx: Value, m: Mask, bound: int | None) -> tuple[np.ndarray | None, Value]:
+def _access(idx: Value, m: Mask) -> tuple[np.ndarray | None, Value]:
     """The lanes that touch memory, and their indices.
 
-    The lanes are None for all of them, else an array of lane numbers: the active
-    lanes and, given a ``bound`` (checked mode), only those whose index is in
-    ``[0, bound)``. Selecting them first keeps the work proportional to the lanes
-    that access memory (a tree reduction halves them at every step).
+    The lanes are None for all of them, else an array of the active lanes' numbers.
+    Selecting them first keeps the work proportional to the lanes that access memory
+    (a tree reduction halves them at every step), and keeps an inactive lane's index,
+    which may be anything, from reaching the array.
     """
     if m is False:
         return _EMPTY, idx
     sel = None if m is True else np.flatnonzero(m)
     if sel is not None and _is_lanes(idx):
         idx = idx[sel]
-    if bound is not None:
-        if not _is_lanes(idx):
-            if not 0 <= int(idx) < bound:
-                return _EMPTY, idx
-        else:
-            ok = _in_range(idx, bound)
-            if not ok.all():
-                keep = np.flatnonzero(ok)
-                sel = keep if sel is None else sel[keep]
-                idx = idx[keep]
     return sel, _as_index(idx) if _is_lanes(idx) else int(idx)
 
 
@@ -650,19 +507,10 @@ def _last(val: Value, m: Mask) -> Value:
 
 
 def load(arr: np.ndarray, idx: Value, m: Mask) -> Value:
-    """Checked ``arr[idx]``: lanes outside the array (or inactive) read 0."""
-    if not _is_lanes(idx):
-        i = int(idx)
-        return arr[i] if 0 <= i < arr.shape[0] else _zero(arr)
-    sel, i = _access(idx, m, arr.shape[0])
-    return _read(arr, i, sel, idx.shape[0])
-
-
-def load_unchecked(arr: np.ndarray, idx: Value, m: Mask) -> Value:
-    """Unchecked ``arr[idx]``: only inactive lanes are kept from reading."""
+    """``arr[idx]`` in the active lanes (0 in the others)."""
     if not _is_lanes(idx):
         return arr[int(idx)]
-    sel, i = _access(idx, m, None)
+    sel, i = _access(idx, m)
     return _read(arr, i, sel, idx.shape[0])
 
 
@@ -691,22 +539,11 @@ def load_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
 
 
 def store(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
-    """Checked ``arr[idx] = val`` for the active lanes; lanes outside are dropped."""
-    if not _is_lanes(idx):
-        i = int(idx)
-        if 0 <= i < arr.shape[0]:
-            arr[i] = _last(val, m)
-        return
-    sel, i = _access(idx, m, arr.shape[0])
-    _write(arr, i, val, sel)
-
-
-def store_unchecked(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
-    """Unchecked ``arr[idx] = val`` for the active lanes."""
+    """``arr[idx] = val`` for the active lanes."""
     if not _is_lanes(idx):
         arr[int(idx)] = _last(val, m)
         return
-    sel, i = _access(idx, m, None)
+    sel, i = _access(idx, m)
     _write(arr, i, val, sel)
 
 
@@ -734,38 +571,36 @@ def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
         np.copyto(dst, v, where=m[:k])
 
 
-def _shared_access(g: Grid, size: int, idx: Value, m: Mask, checked: bool,
+def _shared_access(g: Grid, size: int, idx: Value, m: Mask,
                    local: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
-    sel, i = _access(idx, m, size if checked else None)
+    sel, i = _access(idx, m)
     base = g.local_base(size) if local else g.shared_base(size)
     return sel, (base if sel is None else base[sel]) + i
 
 
-def load_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, m: Mask,
-                checked: bool) -> np.ndarray:
-    """``shared[idx]`` in each lane's own cube; checked: outside ``[0, size)`` reads 0."""
-    sel, flat = _shared_access(g, size, idx, m, checked)
+def load_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, m: Mask) -> np.ndarray:
+    """``shared[idx]`` in each lane's own cube."""
+    sel, flat = _shared_access(g, size, idx, m)
     return _read(sh, flat, sel, g.n)
 
 
-def store_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, val: Value, m: Mask,
-                 checked: bool) -> None:
-    """``shared[idx] = val`` in each lane's own cube; checked: outside is dropped."""
-    sel, flat = _shared_access(g, size, idx, m, checked)
+def store_shared(sh: np.ndarray, size: int, g: Grid, idx: Value, val: Value,
+                 m: Mask) -> None:
+    """``shared[idx] = val`` in each lane's own cube."""
+    sel, flat = _shared_access(g, size, idx, m)
     _write(sh, flat, val, sel)
 
 
-def load_local(arr: np.ndarray, size: int, g: Grid, idx: Value, m: Mask,
-               checked: bool) -> np.ndarray:
-    """``local[idx]`` in each lane's own array; checked: outside ``[0, size)`` reads 0."""
-    sel, flat = _shared_access(g, size, idx, m, checked, local=True)
+def load_local(arr: np.ndarray, size: int, g: Grid, idx: Value, m: Mask) -> np.ndarray:
+    """``local[idx]`` in each lane's own array."""
+    sel, flat = _shared_access(g, size, idx, m, local=True)
     return _read(arr, flat, sel, g.n)
 
 
-def store_local(arr: np.ndarray, size: int, g: Grid, idx: Value, val: Value, m: Mask,
-                checked: bool) -> None:
-    """``local[idx] = val`` in each lane's own array; checked: outside is dropped."""
-    sel, flat = _shared_access(g, size, idx, m, checked, local=True)
+def store_local(arr: np.ndarray, size: int, g: Grid, idx: Value, val: Value,
+                m: Mask) -> None:
+    """``local[idx] = val`` in each lane's own array."""
+    sel, flat = _shared_access(g, size, idx, m, local=True)
     _write(arr, flat, val, sel)
 
 
@@ -812,11 +647,17 @@ _AT = {"add": np.add, "sub": np.subtract, "max": np.fmax, "min": np.fmin,
        "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
 
 
+_BITS = {4: np.uint32, 8: np.uint64}
+
+
 def _atomic(op: str, mem: np.ndarray, sel: np.ndarray | None, flat: Value, val: Value,
             cmp: Value, n: int, want_old: bool) -> np.ndarray | None:
     """Apply an atomic to ``mem`` at ``flat`` for lanes ``sel`` (None: all ``n``) as if
     they ran one after another in lane order; each lane's old value (0 if it did not),
-    or None when not ``want_old``."""
+    or None when not ``want_old``. A compare-exchange of unsigned values on a float
+    array acts on the elements' bits (the core IR's, for a float atomic a target lacks)."""
+    if op == "compare_exchange" and mem.dtype.kind == "f" and np.asarray(val).dtype.kind == "u":
+        mem = mem.view(_BITS[mem.dtype.itemsize])
     lanes = _iota(n) if sel is None else sel
     if lanes.shape[0] == 0:
         return np.zeros(n, mem.dtype) if want_old else None
@@ -868,23 +709,22 @@ def _atomic(op: str, mem: np.ndarray, sel: np.ndarray | None, flat: Value, val: 
 
 
 def atomic(op: str, arr: np.ndarray, g: Grid, idx: Value, val: Value, cmp: Value,
-           m: Mask, checked: bool, old: bool = True) -> np.ndarray | None:
+           m: Mask, old: bool = True) -> np.ndarray | None:
     """An atomic on a global array, returning the old values (when ``old``).
 
     Lanes act one after another in lane order: ``add``/``sub`` (integers: one
     segmented scan; floats: an exact sequential fold), ``max``/``min`` and
     ``exchange`` are vectorised; ``compare_exchange`` takes one NumPy step per
     lane that collides on its address, so it is slow when many lanes collide.
-    Checked: lanes outside the array do nothing and read 0 as their old value.
     """
-    sel, i = _access(idx, m, arr.shape[0] if checked else None)
+    sel, i = _access(idx, m)
     return _atomic(op, arr, sel, i, val, cmp, g.n, old)
 
 
 def atomic_shared(op: str, sh: np.ndarray, size: int, g: Grid, idx: Value, val: Value,
-                  cmp: Value, m: Mask, checked: bool, old: bool = True) -> np.ndarray | None:
+                  cmp: Value, m: Mask, old: bool = True) -> np.ndarray | None:
     """An atomic on a shared array, in each lane's own cube (as :func:`atomic`)."""
-    sel, flat = _shared_access(g, size, idx, m, checked)
+    sel, flat = _shared_access(g, size, idx, m)
     return _atomic(op, sh, sel, flat, val, cmp, g.n, old)
 
 
@@ -1042,11 +882,6 @@ def plane_broadcast(g: Grid, v: Value, lane: Value, size: int) -> Value:
 # its elements, read as (lines, size): line i is elements [i*size, i*size + size).
 
 
-def lines(n: int, size: int) -> np.uint32:
-    """How many lines of ``size`` ``n`` elements hold (the last one maybe partial)."""
-    return _u32(-(-n // size))
-
-
 def fill(x: Value, size: int) -> np.ndarray:
     """A line of ``size`` elements, each ``x`` (per lane)."""
     return np.repeat(np.asarray(x)[..., None], size, axis=-1)
@@ -1058,14 +893,9 @@ def element(x: np.ndarray, k: int) -> Value:
     return r if r.ndim else r[()]
 
 
-_REDUCE = {"sum": np.add, "min": np.fmin, "max": np.fmax}
-
-
-def reduce_line(op: str, x: np.ndarray) -> Value:
-    """The elements of the line ``x`` combined by ``op`` (``sum`` wrapping on integers;
-    ``min``/``max`` as ``fmin``/``fmax``: a NaN loses)."""
-    r = _REDUCE[op].reduce(x, axis=-1, dtype=x.dtype)
-    return r if r.ndim else r[()]
+def make_line(*parts: Value) -> np.ndarray:
+    """A line of ``parts``, its elements in order (per lane)."""
+    return np.stack(np.broadcast_arrays(*parts), axis=-1)
 
 
 def merge_line(m: Mask, new: Value, old: Value) -> Value:
@@ -1088,58 +918,35 @@ def _line_flat(idx: np.ndarray, size: int) -> np.ndarray:
     return idx.astype(np.int64)[:, None] * size + _iota(size)
 
 
-def _gather(arr: np.ndarray, flat: np.ndarray) -> np.ndarray:
-    """``arr[flat]``, 0 for each index outside ``arr``."""
-    ok = (flat >= 0) & (flat < arr.shape[0])
-    if ok.all():
-        return arr.take(flat)
-    out = np.zeros(flat.shape, arr.dtype)
-    out[ok] = arr.take(flat[ok])
-    return out
-
-
-def load_line(arr: np.ndarray, size: int, idx: Value, m: Mask, checked: bool) -> np.ndarray:
-    """Lines ``idx`` of ``arr`` for the active lanes (0 in the others); checked: each
-    element outside the array reads 0."""
+def load_line(arr: np.ndarray, size: int, idx: Value, m: Mask) -> np.ndarray:
+    """Lines ``idx`` of ``arr`` for the active lanes (0 in the others)."""
     if not _is_lanes(idx):
-        flat = int(idx) * size + _iota(size)
-        return _gather(arr, flat) if checked else arr[flat]
+        return arr[int(idx) * size + _iota(size)]
     out = np.zeros((idx.shape[0], size), arr.dtype)
     if m is False:
         return out
     sel = None if m is True else np.flatnonzero(m)
-    flat = _line_flat(idx if sel is None else idx[sel], size)
-    vals = _gather(arr, flat) if checked else arr.take(flat)
+    vals = arr.take(_line_flat(idx if sel is None else idx[sel], size))
     if sel is None:
         return vals
     out[sel] = vals
     return out
 
 
-def store_line(arr: np.ndarray, size: int, idx: Value, val: Value, m: Mask,
-               checked: bool) -> None:
-    """Lines ``idx`` of ``arr`` = ``val`` for the active lanes; checked: each element
-    outside the array is dropped. Of lanes storing to one line, the last wins."""
+def store_line(arr: np.ndarray, size: int, idx: Value, val: Value, m: Mask) -> None:
+    """Lines ``idx`` of ``arr`` = ``val`` for the active lanes. Of lanes storing to
+    one line, the last wins."""
     if m is False:
         return
-    v, n = np.asarray(val), arr.shape[0]
+    v = np.asarray(val)
     if not _is_lanes(idx):
-        line = v if v.ndim == 1 else _last(v, m)
-        flat = int(idx) * size + _iota(size)
-        if checked:
-            ok = (flat >= 0) & (flat < n)
-            arr[flat[ok]] = np.broadcast_to(line, (size,))[ok]
-        else:
-            arr[flat] = line
+        arr[int(idx) * size + _iota(size)] = v if v.ndim == 1 else _last(v, m)
         return
     sel = None if m is True else np.flatnonzero(m)
     flat = _line_flat(idx, size)
     vals = np.broadcast_to(v, flat.shape)
     if sel is not None:
         flat, vals = flat[sel], vals[sel]
-    if checked:
-        ok = (flat >= 0) & (flat < n)
-        flat, vals = flat[ok], vals[ok]
     # NumPy assigns repeated indices in order: the last lane wins.
     arr[flat.reshape(-1)] = vals.reshape(-1)
 

@@ -70,31 +70,27 @@ NUMPY_NAMES = _DTYPES | frozenset({
 
 SUPPORT_NAMES = frozenset({
     "check_dim", "chunks", "extent", "length", "count", "rank", "scalar", "and_", "andnot",
-    "merge", "select",
-    "idiv",
-    "trip_count", "erf", "load", "load_unchecked", "view_pos", "load_pos", "store",
-    "store_unchecked", "store_pos", "load_shared", "store_shared", "atomic", "atomic_shared",
-    "plane_sum", "plane_max", "plane_broadcast", "load_local", "store_local", "sign",
-    "bitcast", "count_ones", "reverse_bits", "leading_zeros", "trailing_zeros",
-    "find_first_set", "mul_hi", "saturating", "plane_min", "plane_prod", "plane_all",
-    "plane_any", "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot",
-    "plane_shuffle_xor", "plane_inclusive_prod", "plane_exclusive_prod", "lines", "fill",
-    "element", "reduce_line", "merge_line",
-    "select_lanes", "load_line", "store_line", "view_line_pos", "load_line_pos",
-    "store_line_pos",
+    "merge", "select", "idiv", "erf", "load", "view_pos", "load_pos", "store", "store_pos",
+    "load_shared", "store_shared", "atomic", "atomic_shared", "plane_sum", "plane_max",
+    "plane_broadcast", "load_local", "store_local", "bitcast", "plane_min", "plane_prod",
+    "plane_all", "plane_any", "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot",
+    "plane_shuffle_xor", "plane_inclusive_prod", "plane_exclusive_prod", "fill", "element",
+    "make_line", "merge_line", "select_lanes", "load_line", "store_line", "view_line_pos",
+    "load_line_pos", "store_line_pos",
 })
 """What generated code reads from ``_s`` (the support module): its helpers."""
 
 GRID_NAMES = frozenset({"pos_cmp", "ncubes", "n"}) | frozenset(
-    n.value for n in ir.BuiltinName
-    if n not in (ir.BuiltinName.PLANE_DIM, ir.BuiltinName.UNIT_POS_PLANE))
+    n.value for n in ir.BuiltinName if not n.value.startswith("CUBE_DIM")
+    and n not in (ir.BuiltinName.PLANE_DIM, ir.BuiltinName.UNIT_POS_PLANE))
 """What generated code reads from a chunk ``g``: the builtins it holds, the bounds test
-the cube count and the lane count (the two plane builtins are emitted without it)."""
+the cube count and the lane count (the cube dim is a constant of the core IR, and the
+two plane builtins are emitted without it)."""
 
 STRINGS = frozenset({"<", "<=", ">", ">=", "inf", "-inf", "nan"}) | frozenset(
-    op.value for op in ir.AtomicOp) | frozenset(fn.value for fn in ir.ReduceFn)
+    op.value for op in ir.AtomicOp)
 """The string constants generated code holds besides docstrings: the bounds test's
-operators, non-finite floats, atomic operations and line reductions."""
+operators, non-finite floats and atomic operations."""
 
 KEYWORDS = frozenset({"old"})
 """The keyword arguments generated code passes (``old=False``)."""

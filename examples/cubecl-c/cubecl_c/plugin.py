@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from string import Template
@@ -86,6 +87,8 @@ class C99(cb.StandardC):
 
     barrier = "k_sync(k_u);"
     shared_space = "static __thread "
+    # Every atomic is a compare-exchange loop of C99.atomic's, the float ones too.
+    native = replace(cb.StandardC.native, builtins=frozenset(_CUBE), float_atomics=frozenset(Op))
 
     def builtin(self, e: cb.CEmitter, name: ir.BuiltinName) -> str | None:
         """The unit's and the cube's position, the cube count; planes of one unit."""
@@ -148,9 +151,8 @@ class CCompiler:
         """Lower ``kernel`` for cubes of ``cube_dim`` in ``mode``."""
         e = cb.CEmitter(kernel, cube_dim, mode, C99())
         source, arrays = e.program(), list(e.arrays)
-        return cb.CompiledKernel(name=kernel.name, entry_point=f"cubecl_{e.ident}",
-                                 source=source, extension=self.extension,
-                                 repr=[[k, arrays.index(a), d] for k, a, d in e.meta_used])
+        return cb.CompiledKernel(kernel.name, f"cubecl_{e.ident}", source, self.extension,
+                                 [[k, arrays.index(a), d] for k, a, d in e.meta_used], e.kernel)
 
 
 class CArtifactCompiler:

@@ -47,6 +47,7 @@ from cubecl_server.backend import (
     CompiledKernel,
     CubeDim,
     ExecutionMode,
+    Native,
     StandardC,
 )
 
@@ -86,6 +87,18 @@ _BUILTINS = {B.UNIT_POS_X: "threadIdx.x", B.UNIT_POS_Y: "threadIdx.y",
              B.CUBE_POS_Y: "blockIdx.y", B.CUBE_POS_Z: "blockIdx.z",
              B.CUBE_COUNT_X: "gridDim.x", B.CUBE_COUNT_Y: "gridDim.y",
              B.CUBE_COUNT_Z: "gridDim.z", B.PLANE_DIM: f"{PLANE_SIZE}u"}
+_MATH = StandardC.native.functions[Elem.F32]
+# The integer intrinsics, of 32 and 64 bits (8- and 16-bit integers take no bit functions).
+_BITS = frozenset({ir.MathFn.COUNT_ONES, ir.MathFn.LEADING_ZEROS, ir.MathFn.FIND_FIRST_SET,
+                   ir.MathFn.REVERSE_BITS, ir.MathFn.MUL_HI})
+NATIVE = Native(
+    short_circuit=True, nan_minmax=True, float_rem=True, builtins=frozenset(_BUILTINS),
+    functions={Elem.F16: _MATH, Elem.F32: _MATH, Elem.F64: _MATH,
+               **{t: _BITS for t in (Elem.I32, Elem.U32, Elem.I64, Elem.U64)}},
+    float_atomics=frozenset({ir.AtomicOp.ADD}))
+"""What CUDA computes itself: its math library (within 4 ulp, most functions 1-2,
+CUDA C++ Programming Guide, "Mathematical Functions"), the integer intrinsics, and
+``atomicAdd`` on floats."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +166,7 @@ class CudaCompiler:
             + [Param(kind, order[a], "uint32", dim) for kind, a, dim in e.meta_used])
         return CompiledKernel(name=kernel.name, entry_point=f"cubecl_{e.ident}", source=source,
                               extension=self.extension,
-                              repr=KernelRepr(tuple(params), e.dim))
+                              repr=KernelRepr(tuple(params), e.dim), core=e.kernel)
 
 
 def _bits_literal(value: float, elem: Elem) -> str:
@@ -179,6 +192,7 @@ class CudaDialect(StandardC):
     line_sizes = (1, 2, 4, 8, 16)
     function_prefix = "static __device__ __forceinline__ "
     barrier = "__syncthreads();"
+    native = NATIVE
 
     def plane_barrier(self, e: CEmitter) -> str:
         """``__syncwarp()``: every lane of the warp, with a memory fence among them."""
@@ -273,10 +287,9 @@ class CudaDialect(StandardC):
         value = super().math(e, fn, [f"__half2float({a})" for a in args], Elem.F32)
         return value if fn in ("isnan", "isinf") else f"__float2half_rn({value})"
 
-    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str | None:
+    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str:
         """CUDA's integer intrinsics (``__popc``, ``__clz``, ``__brev``, ``__ffs``,
-        ``__[u]mulhi`` and their 64-bit forms), each on the C type it takes; the
-        saturating operations and trailing zeros are the emitter's helpers."""
+        ``__[u]mulhi`` and their 64-bit forms), each on the C type it takes."""
         wide, signed = t.bits == 64, t.is_signed
         u, s = ("unsigned long long", "long long") if wide else ("unsigned int", "int")
         ll, u32 = "ll" if wide else "", e.ctype(Elem.U32)
@@ -290,40 +303,23 @@ class CudaDialect(StandardC):
                 return f"(({u32})__ffs{ll}(({s}){x}))"
             case ir.MathFn.REVERSE_BITS:
                 return f"(({e.ctype(t)})__brev{ll}(({u}){x}))"
-            case ir.MathFn.MUL_HI:
-                name = ("__mul64hi" if signed else "__umul64hi") if wide else (
-                    "__mulhi" if signed else "__umulhi")
-                return f"(({e.ctype(t)}){name}({x}, {args[1]}))"
-        return None
+        name = ("__mul64hi" if signed else "__umul64hi") if wide else (
+            "__mulhi" if signed else "__umulhi")
+        return f"(({e.ctype(t)}){name}({x}, {args[1]}))"  # MUL_HI, the one left
 
     def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
-        """``threadIdx``, ``blockIdx``, ``gridDim``; warps are cut from the block's
-        linear thread index, x fastest."""
-        if name is B.UNIT_POS_PLANE:
-            return f"{e.builtin_ref(B.UNIT_POS)} & {PLANE_SIZE - 1}u"
+        """``threadIdx``, ``blockIdx``, ``gridDim``, the warp size (warps are cut from
+        the block's linear thread index, x fastest: the core derives the rest)."""
         return _BUILTINS.get(name)
 
     def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
                operands: list[str]) -> str:
         """CUDA's atomics; 64-bit ones CUDA has only unsigned through ``unsigned long
-        long``, a subtraction as the addition of the negated value; f32 max and min by
-        compare-exchange on the bits, stopping once the element holds the result."""
+        long``, a subtraction as the addition of the negated value; a compare-exchange
+        on an f32 element on its bits."""
         t = array.elem
-        if t is Elem.F32 and op in (ir.AtomicOp.MAX, ir.AtomicOp.MIN):
-            name = f"cc_atomic_{op.value}_f32"
-            e.helper(name, lambda: e.function("float", name, [
-                ("float*", "p"), ("float", "v")], [
-                "unsigned int* q = (unsigned int*)p;",
-                "unsigned int old = *q, assumed;",
-                "do {",
-                "    assumed = old;",
-                f"    const unsigned int next = __float_as_uint(f{op.value}("
-                "__uint_as_float(assumed), v));",
-                "    if (next == assumed) break;",
-                "    old = atomicCAS(q, assumed, next);",
-                "} while (old != assumed);",
-                "return __uint_as_float(old);"]))
-            return f"{name}(&{element}, {operands[0]})"
+        if t is Elem.F32 and op is ir.AtomicOp.COMPARE_EXCHANGE:  # the core IR's, of bits
+            return f"atomicCAS((unsigned int*)&{element}, {', '.join(operands)})"
         if t in (Elem.I32, Elem.U32, Elem.F32) or (
                 t is Elem.I64 and op in (ir.AtomicOp.MAX, ir.AtomicOp.MIN)):
             return f"{_ATOMICS[op]}(&{element}, {', '.join(operands)})"

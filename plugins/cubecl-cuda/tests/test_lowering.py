@@ -64,7 +64,7 @@ def test_source_has_the_cuda_constructs() -> None:
     assert "__shared__ float s_tile[256];" in control
     assert control.count("__syncthreads();") == 3  # zeroing, and the kernel's two
     assert "#pragma unroll" in control
-    assert "b_UNIT_POS_X + b_UNIT_POS_Y * 32u + b_UNIT_POS_Z * 64u" in control
+    assert "((b_UNIT_POS_X + (b_UNIT_POS_Y * 32u)) + (b_UNIT_POS_Z * 64u))" in control
     ops = cc.compile(KERNELS["ops_f32"], CubeDim(64), ExecutionMode.UNCHECKED).source
     for spelled in ("cc_plane_sum(", "cc_plane_broadcast(", "atomicAdd(", "erff(", "sqrtf(",
                     "fminf(", "__shfl_xor_sync", "__activemask()", "#include <cuda_fp16.h>"):

@@ -40,8 +40,8 @@ What the dialect chooses where the emitter leaves it open:
   ``sub_group_barrier`` with the same fences (``cl_khr_subgroups``).
 - Atomics: ``i32``/``u32`` through the OpenCL 1.1 ``atomic_*`` built-ins;
   ``i64``/``u64`` through ``atom_*`` (``cl_khr_int64_base_atomics``, and
-  ``..._extended_atomics`` for min/max); ``add`` on ``f32`` (the one float atomic of
-  the IR) as a compare-exchange loop on the value's bits.
+  ``..._extended_atomics`` for min/max); OpenCL 1.2 has no float atomic, so the
+  core's passes make those compare-exchange loops on the bits.
 - Planes are subgroups (``cl_khr_subgroups``): ``sub_group_reduce_add``,
   ``sub_group_reduce_max`` and ``sub_group_broadcast``, whose lane must be the same
   across the plane (OpenCL requires it), and which every unit of the plane must reach.
@@ -64,6 +64,7 @@ from cubecl_server.backend import (
     CompiledKernel,
     CubeDim,
     ExecutionMode,
+    Native,
     StandardC,
 )
 
@@ -83,7 +84,7 @@ _SUBGROUP_FNS = {ir.PlaneFn.SUM: "sub_group_reduce_add", ir.PlaneFn.MAX: "sub_gr
                  ir.PlaneFn.MIN: "sub_group_reduce_min",
                  ir.PlaneFn.INCLUSIVE_SUM: "sub_group_scan_inclusive_add",
                  ir.PlaneFn.EXCLUSIVE_SUM: "sub_group_scan_exclusive_add"}
-# The integer functions OpenCL C 1.2 has built in.
+# The integer functions OpenCL C 1.2 has built in (for every integer type).
 _INT_BUILTINS = {ir.MathFn.COUNT_ONES: "popcount", ir.MathFn.LEADING_ZEROS: "clz",
                  ir.MathFn.MUL_HI: "mul_hi", ir.MathFn.SATURATING_ADD: "add_sat",
                  ir.MathFn.SATURATING_SUB: "sub_sat"}
@@ -94,6 +95,14 @@ _BUILTINS = {B.UNIT_POS_X: "get_local_id(0)", B.UNIT_POS_Y: "get_local_id(1)",
              B.CUBE_COUNT_Z: "get_num_groups(2)", B.ABSOLUTE_POS_X: "get_global_id(0)",
              B.ABSOLUTE_POS_Y: "get_global_id(1)", B.ABSOLUTE_POS_Z: "get_global_id(2)",
              B.PLANE_DIM: "get_sub_group_size()", B.UNIT_POS_PLANE: "get_sub_group_local_id()"}
+_MATH = StandardC.native.functions[Elem.F32]
+NATIVE = Native(short_circuit=True, nan_minmax=True, float_rem=True,
+                builtins=frozenset(_BUILTINS),
+                functions={Elem.F16: _MATH, Elem.F32: _MATH, Elem.F64: _MATH,
+                           **{t: frozenset(_INT_BUILTINS) for t in Elem if t.is_int}})
+"""What OpenCL C computes itself: its built-in functions are within the ulp the IR
+allows (OpenCL 1.2, section 7.4), ``fmin``/``fmax`` have the NaN rule and ``&&``
+short-circuits."""
 
 
 class Need:
@@ -177,7 +186,7 @@ class OpenclCompiler:
             scalars=tuple(ScalarArg(p.name, p.elem) for p in e.scalars.values()),
             needs=frozenset(e.needs), shared_bytes=e.shared_bytes)
         return CompiledKernel(name=kernel.name, entry_point=f"k_{e.ident}", source=source,
-                              extension=self.extension, repr=layout)
+                              extension=self.extension, repr=layout, core=e.kernel)
 
 
 def _dims(e: CEmitter, array: str) -> int:
@@ -207,6 +216,7 @@ class OpenclDialect(StandardC):
     f32_suffix = ""  # the built-ins are overloaded
     line_sizes = (1, 2, 4, 8, 16)
     vector_ops = True
+    native = NATIVE
 
     def use_type(self, e: CEmitter, elem: Elem, what: str, memory: bool) -> None:
         """f64 and f16 are extensions."""
@@ -251,17 +261,11 @@ class OpenclDialect(StandardC):
 
     def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
                   t: ir.Line) -> str:
-        """StandardC's helper, reading a whole line with ``vloadN``."""
+        """StandardC's helper, reading the whole line with ``vloadN``."""
         if t.elem is Elem.BOOL:
             return super().load_line(e, array, index, index_type, t)
-        ut = e.ctype(index_type)
-        space = "local" if array.shared else "private" if array.local else "global"
-        name = (f"cc_load_{t.elem.value}x{t.size}_{space}_{index_type.value}"
-                f"{'_checked' if e.checked else ''}")
-        e.helper(name, lambda: e.function(
-            e.ctype(t), name, [(self.pointer(e, array, True), "a"), (ut, "n"), (ut, "i")],
-            e.line_load_body(t, index_type, lambda j: f"a[{j}]", f"vload{t.size}(i, a)")))
-        return f"{name}({array.text}, {e.bound(array, index_type)}, {index})"
+        return e.line_loader(array, index, index_type, t, lambda j: f"a[{j}]",
+                             f"vload{t.size}(i, a)")
 
     def store_whole_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
                          value: str, t: ir.Line) -> str | None:
@@ -274,13 +278,10 @@ class OpenclDialect(StandardC):
         """``as_<type>``."""
         return f"as_{self.types[dst]}({x})"
 
-    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str | None:
+    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str:
         """OpenCL C's integer built-ins (``popcount``, ``clz``, ``mul_hi``, ``add_sat``,
-        ``sub_sat``); the rest are the emitter's helpers."""
-        call = _INT_BUILTINS.get(fn)
-        if call is None:
-            return None
-        text = f"{call}({', '.join(args)})"
+        ``sub_sat``)."""
+        text = f"{_INT_BUILTINS[fn]}({', '.join(args)})"
         counts = fn in (ir.MathFn.COUNT_ONES, ir.MathFn.LEADING_ZEROS)
         return f"((uint){text})" if counts else text
 
@@ -298,32 +299,17 @@ class OpenclDialect(StandardC):
 
     def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
                operands: list[str]) -> str:
-        """The built-ins, 64-bit ones from the extensions; f32 add, max and min by
-        compare-exchange on the bits (max and min stop once the element holds the
-        result, so an element already there is never written)."""
+        """The built-ins, 64-bit ones from the extensions; a compare-exchange on an f32
+        element on its bits, through a ``uint`` pointer."""
+        if array.elem is Elem.F32:  # the core IR's compare-exchange of the bits
+            space = "__local" if array.shared else "__global"
+            return (f"atomic_cmpxchg((volatile {space} uint*)&{element}, "
+                    f"{', '.join(operands)})")
         args = ", ".join([f"&{element}", *operands])
         if array.elem in (Elem.I32, Elem.U32):
             return f"atomic_{_ATOMICS[op]}({args})"
-        if array.elem.is_int:
-            e.need(Need.INT64_ATOMICS)
-            return f"atom_{_ATOMICS[op]}({args})"
-        space = "__local" if array.shared else "__global"
-        name = f"cc_atomic_{op.value}_f32_{'local' if array.shared else 'global'}"
-        new = {ir.AtomicOp.ADD: "as_float(assumed) + v",
-               ir.AtomicOp.MAX: "fmax(as_float(assumed), v)",
-               ir.AtomicOp.MIN: "fmin(as_float(assumed), v)"}[op]
-        e.helper(name, lambda: e.function("float", name, [(f"volatile {space} float*", "p"),
-                                                         ("float", "v")], [
-            f"volatile {space} uint* q = (volatile {space} uint*)p;",
-            "uint old = *q, assumed;",
-            "do {",
-            "    assumed = old;",
-            f"    const uint next = as_uint({new});",
-            "    if (next == assumed) break;",
-            "    old = atomic_cmpxchg(q, assumed, next);",
-            "} while (old != assumed);",
-            "return as_float(old);"]))
-        return f"{name}({args})"
+        e.need(Need.INT64_ATOMICS)
+        return f"atom_{_ATOMICS[op]}({args})"
 
     def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: Elem) -> str:

@@ -52,7 +52,7 @@ __all__ = ["KIND", "EMITTER", "ENV_VALIDATE", "STORE_NAMES", "VulkanArtifactComp
            "VulkanTarget", "validate"]
 
 KIND = "spirv.2"
-EMITTER = "cubecl-vulkan spirv emitter 1"
+EMITTER = "cubecl-vulkan spirv emitter 2"
 """What wrote a module lowered to SPIR-V directly (part of its source key)."""
 ENV_VALIDATE = "CUBECL_VULKAN_VALIDATE"
 """Set to ``1``: every module finalize wraps is checked by ``spirv-val`` first."""

@@ -12,33 +12,37 @@ The shader's interface (what :class:`ShaderLayout` records and the server fills)
   (3 words): the cube builtins are computed from it, so a count past the device's
   ``maxComputeWorkGroupCount`` on one axis is dispatched folded onto the others
   (:func:`~cubecl_server.backend.fold_count`); specialization constants
-  (:data:`~cubecl_vulkan.emitter.SPEC_FOLDED`, :data:`~cubecl_vulkan.emitter.SPEC_SURPLUS`)
+  (:data:`~cubecl_vulkan.interface.SPEC_FOLDED`, :data:`~cubecl_vulkan.interface.SPEC_SURPLUS`)
   say whether it was, so the unfolded pipeline pays nothing for it.
 - ``set 0, binding 1 + i``: array parameter ``i`` as a runtime array (a bool as a
   byte), bound as a descriptor *range* at the slice's offset. So arrays may start
   anywhere inside a pooled allocation that is aligned to
   ``minStorageBufferOffsetAlignment``; the shader indexes from 0. Arrays the kernel
   never writes are ``NonWritable``; none is ``Restrict`` (two parameters may be one
-  buffer). An f32 array that atomic max/min act on is declared a second time at its
-  binding, as ``uint``: they are compare-exchange loops on its bits, with
-  ``fmax``/``fmin``'s NaN rules, wherever u32 atomics are (not on shared arrays).
+  buffer). An f32 array a compare-exchange acts on the bits of (the core IR's loop
+  for an f32 atomic the device lacks) is declared a second time at its binding, as
+  ``uint`` (not on shared arrays: a workgroup variable has one type).
 - The cube dim is the ``LocalSize`` execution mode: part of the ArtifactId, so a
   constant here.
 
-What the lowering chooses (:mod:`cubecl_vulkan.emitter`): integer arithmetic wraps
-(SPIR-V's does); ``MIN``/``MAX``/``CLAMP`` of floats return the non-NaN operand;
-``exp log sqrt rsqrt sin cos tan exp2 floor ceil round trunc`` of f32 are
-GLSL.std.450's (accurate within 3e-7 relative on lavapipe); ``erf pow tanh asin acos
-atan atan2 sinh cosh log2 log1p expm1``, float ``%`` (C's ``fmod``, exact) and every
-f64 transcendental function are the module's own functions
-(:mod:`cubecl_vulkan.mathlib`: within 2 ulp on lavapipe); f16 functions are
-evaluated in f32. Lines are their elements' values, each operation applied to each
-element.
+What the lowering leaves to the core (:mod:`cubecl_vulkan.emitter`): the core's passes
+write every rule of the IR the device does not compute itself
+(:mod:`cubecl_vulkan.native`) before a word is written - checked accesses, counted
+loops, division by 0, shift amounts, ``min``/``max`` with a NaN, the integer
+functions past 32 bits, float atomics as compare-exchange loops, cleared shared
+memory and the derived builtins. Integer arithmetic wraps (SPIR-V's does); ``exp log
+sqrt rsqrt sin cos tan exp2 floor ceil round trunc`` of f32 are GLSL.std.450's;
+``erf pow tanh asin acos atan atan2 sinh cosh log2 log1p expm1 hypot``, float ``%``
+(C's ``fmod``, exact) and every f64 transcendental function are the module's own
+functions (:mod:`cubecl_vulkan.mathlib`, until the core's math library has them);
+f16 functions are evaluated in f32. Lines are their elements' values, each operation
+applied to each element.
 
 Device-dependent parts come from :class:`ShaderFeatures`: f64 needs
 ``shaderFloat64``, i64/u64 ``shaderInt64``, f16 ``shaderFloat16`` plus 16-bit
-storage, bool arrays 8-bit storage, 64-bit atomics the Int64Atomics features, f32
-atomic add ``VK_EXT_shader_atomic_float``, plane operations subgroup basic,
+storage, bool arrays 8-bit storage, 64-bit atomics the Int64Atomics features, native
+f32 atomic add ``VK_EXT_shader_atomic_float`` and min/max ``..._float2`` (else they
+are compare-exchange loops), plane operations subgroup basic,
 arithmetic, shuffle, vote and ballot in compute (``PLANE_DIM`` is the
 ``SubgroupSize`` built-in). A kernel that needs what the device lacks raises
 ``CompilationError`` saying which feature; those refusals, and the device's limits,
@@ -47,38 +51,16 @@ are all it checks.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from cubecl_server import ir
 from cubecl_server.backend import CompiledKernel, CubeDim, ExecutionMode, InfoLayout
 from cubecl_vulkan.emitter import SpirvEmitter
+from cubecl_vulkan.native import ShaderFeatures
 
 __all__ = ["ShaderFeatures", "ArrayBinding", "ShaderLayout", "LoweredModule",
            "VulkanCompiler"]
-
-
-@dataclass(frozen=True)
-class ShaderFeatures:
-    """What the device lets a shader use; the defaults are Vulkan's guaranteed minimum."""
-
-    float64: bool = False
-    int64: bool = False
-    float16: bool = False
-    int16: bool = False
-    bool_storage: bool = False
-    int64_atomics: bool = False
-    float32_atomic_add: bool = False
-    subgroups: bool = False
-    subgroup_extended_types: bool = False
-    subgroup_size: int = 0
-    max_shared_bytes: int = 16384
-    max_invocations: int = 128
-    max_workgroup_size: tuple[int, ...] = (128, 128, 64)
-
-    def describe(self) -> str:
-        """A canonical text of every field (part of what the source key hashes)."""
-        return repr(sorted(asdict(self).items()))
 
 
 @dataclass(frozen=True)
@@ -154,4 +136,5 @@ class VulkanCompiler:
         layout = ShaderLayout(tuple(ArrayBinding(p.name, p.elem, p.name in e.written)
                                     for p in e.arrays.values()), e.info.layout(), e.dim)
         return CompiledKernel(name=kernel.name, entry_point="main", source=e.listing(binary),
-                              extension=self.extension, repr=LoweredModule(binary, layout))
+                              extension=self.extension, repr=LoweredModule(binary, layout),
+                              core=e.kernel)

@@ -28,7 +28,7 @@ from cubecl_server.backend import (
 )
 from cubecl_server.ir import Elem
 from cubecl_vulkan import BACKEND
-from cubecl_vulkan.compiler import ShaderFeatures
+from cubecl_vulkan.native import ShaderFeatures
 
 __all__ = [
     "BACKEND", "ENV_DEVICE", "vulkan_api", "vk_error", "check", "PhysicalDevice",
@@ -148,11 +148,10 @@ class PhysicalDevice:
     def capabilities(self) -> Capabilities:
         """What kernels may use here, from the features and limits."""
         f = self.features
-        atomics = {Elem.I32, Elem.U32}
+        # f32 atomics the device lacks are the core's compare-exchange loops on u32.
+        atomics = {Elem.I32, Elem.U32, Elem.F32}
         if f.int64_atomics:
             atomics |= {Elem.I64, Elem.U64}
-        if f.float32_atomic_add:
-            atomics.add(Elem.F32)
         return Capabilities(
             f64=f.float64, f16=f.float16, int64=f.int64, atomics=frozenset(atomics),
             # 8-bit integers need what bools in buffers need: shaderInt8, 8-bit storage.
@@ -223,6 +222,7 @@ def _describe(vk: Any, handle: Any) -> PhysicalDevice | None:
     vk.vkGetPhysicalDeviceFeatures2(handle, chain["features2"])
     core = chain["features2"].features
     v11, v12, af = chain.get("v11"), chain.get("v12"), chain.get("atomic_float")
+    af2 = chain.get("atomic_float2")
     ops = sub.supportedOperations
     wanted_ops = (vk.VK_SUBGROUP_FEATURE_BASIC_BIT | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
                   | vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
@@ -238,6 +238,8 @@ def _describe(vk: Any, handle: Any) -> PhysicalDevice | None:
                            and v12.shaderSharedInt64Atomics),
         float32_atomic_add=bool(af and af.shaderBufferFloat32AtomicAdd
                                 and af.shaderSharedFloat32AtomicAdd),
+        float32_atomic_min_max=bool(af2 and af2.shaderBufferFloat32AtomicMinMax
+                                    and af2.shaderSharedFloat32AtomicMinMax),
         subgroups=bool((ops & wanted_ops) == wanted_ops
                        and sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT),
         subgroup_extended_types=bool(v12 and v12.shaderSubgroupExtendedTypes),
@@ -283,6 +285,11 @@ def _feature_chain(vk: Any, api_version: int, extensions: frozenset[str],
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
             shaderBufferFloat32AtomicAdd=on, shaderSharedFloat32AtomicAdd=on,
             shaderBufferFloat32Atomics=on, shaderSharedFloat32Atomics=on)
+    if "VK_EXT_shader_atomic_float2" in extensions:
+        on = bool(enable and enable.float32_atomic_min_max)
+        nxt = out["atomic_float2"] = vk.VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT,
+            pNext=nxt, shaderBufferFloat32AtomicMinMax=on, shaderSharedFloat32AtomicMinMax=on)
     if api_version >= vk.VK_MAKE_VERSION(1, 2, 0):
         e = enable
         nxt = out["v11"] = vk.VkPhysicalDeviceVulkan11Features(
@@ -350,7 +357,11 @@ class VulkanDevice:
             sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
             queueFamilyIndex=physical.queue_family, queueCount=1, pQueuePriorities=priorities)
         chain = _feature_chain(vk, physical.api_version, physical.extensions, physical.features)
-        extensions = ["VK_EXT_shader_atomic_float"] if physical.features.float32_atomic_add else []
+        f = physical.features
+        # ..._float2 needs ..._float enabled too.
+        extensions = ([*(["VK_EXT_shader_atomic_float"] if f.float32_atomic_add
+                         or f.float32_atomic_min_max else []),
+                       *(["VK_EXT_shader_atomic_float2"] if f.float32_atomic_min_max else [])])
         info = vk.VkDeviceCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=chain["features2"],
             queueCreateInfoCount=1, pQueueCreateInfos=[queue_info],

@@ -1,9 +1,12 @@
 """The float functions the driver's built-ins do not give accurately enough, written as
 SPIR-V functions of the module that needs them (the emitter calls :meth:`MathLib.call`).
 
-f32 ``tanh erf pow asin acos atan atan2 sinh cosh log2 log1p expm1`` and ``fmod``
-(float ``%``); every f64 transcendental function, GLSL.std.450 having none for f64;
-f16 ones are computed in f32. They are written on :class:`V`, a SPIR-V value with
+f32 ``tanh erf pow asin acos atan atan2 sinh cosh log2 log1p expm1 hypot`` and
+``fmod`` (float ``%``); every f64 transcendental function, GLSL.std.450 having none
+for f64; f16 ones are computed in f32. The backend's ``Native``
+(:mod:`cubecl_vulkan.native`) declares them native until the core's math library
+(``cubecl_server/lowering/passes/mathlib``) has their polyfills as IR; then this
+module goes. They are written on :class:`V`, a SPIR-V value with
 Python's operators; every float operation in them is ``NoContraction``, so the driver
 neither fuses nor reassociates the error-free steps the reductions rely on. Measured
 on lavapipe against NumPy (``tests/test_f64_math.py``, ``tests/test_math_more.py``).
@@ -31,7 +34,9 @@ double), with the reductions that keep them within a few ulp (<= 5e-16 relative,
 - pow = exp(y log|x|) with C's special cases (as the f32 one): relative error about
   |y log x| ulp, 3e-13 at worst (results near the ends of the double range).
 - atan, atan2, asin, acos, sinh, cosh, log1p: as the f32 ones (below), with longer
-  series; hypot and copysign are the emitter's, for every float type.
+  series; copysign is a conversion (:mod:`cubecl_vulkan.convert`), for every float
+  type.
+- hypot = m sqrt(1 + (n/m)^2), m and n the larger and smaller magnitude.
 
 The f32 cores (exp(x) - 1 loses the digits of a small x, and lavapipe's f32 log is
 accurate near 1 only in absolute terms; these keep a relative accuracy of about 1 ulp):
@@ -61,13 +66,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from cubecl_server import ir
+from cubecl_vulkan.convert import Values
 from cubecl_vulkan.spirv import GLSL, Deco, Op, Storage
-
-if TYPE_CHECKING:
-    from cubecl_vulkan.emitter import SpirvEmitter
 
 __all__ = ["LN2", "PI", "TWO_OVER_PI", "MathLib", "V"]
 
@@ -200,7 +202,7 @@ class MathLib:
     """The functions of the module, written on one emitter's module as they are first
     called; :meth:`call` is the entry (f16 computed in f32)."""
 
-    def __init__(self, e: SpirvEmitter) -> None:
+    def __init__(self, e: Values) -> None:
         self.e = e
 
     # ------------------------------------------------------------ values
@@ -244,7 +246,7 @@ class MathLib:
 
     def halves(self, x: V) -> tuple[V, V]:
         """An f64's low and high words."""
-        lo, hi = self.e._halves(x.id)
+        lo, hi = self.e.halves(x.id)
         return V(self, lo, Elem.U32), V(self, hi, Elem.U32)
 
     def f64(self, lo: V | int, hi: V | int) -> V:
@@ -279,8 +281,7 @@ class MathLib:
         """Return ``value`` where ``cond`` holds (computed only there)."""
         def leave() -> None:
             r = value() if callable(value) else value
-            self.e.op(Op.ReturnValue, r.id)
-            self.e.terminated = True
+            self.e.leave(r.id)
         self.e.if_(cond.id, leave)
 
     def specials(self, t: Elem) -> tuple[V, V]:
@@ -301,7 +302,7 @@ class MathLib:
 
     def copysign(self, x: V, y: V) -> V:
         """``|x|`` with ``y``'s sign bit."""
-        return V(self, self.e._copysign(x.t, x.id, y.id), x.t)
+        return V(self, self.e.copysign(x.t, x.id, y.id), x.t)
 
     def pow2(self, k: V, t: Elem) -> V:
         """2^k for an i32 ``k`` in the normal range of ``t``."""
@@ -348,6 +349,16 @@ class MathLib:
         self.e.loop(lambda: (r() >= m).id, step, lambda: None)
         out = r()
         return self.sel(a < 0, -out, out)
+
+    def fn_hypot(self, x: V, y: V) -> V:
+        """``m sqrt(1 + (n/m)^2)`` with ``m``, ``n`` the larger and smaller magnitude (no
+        overflow or underflow on the way); an infinity wins over a NaN."""
+        a, b = self.ext(GLSL.FAbs, x), self.ext(GLSL.FAbs, y)
+        big, small = self.ext(GLSL.FMax, a, b), self.ext(GLSL.FMin, a, b)
+        q = small / self.sel(big.eq(0), 1.0, big)
+        r = self.sel(big.eq(0), 0.0, big * self.ext(GLSL.Sqrt, 1.0 + q * q))
+        r = self.sel(self.isnan(a) | self.isnan(b), a + b, r)
+        return self.sel(self.isinf(a) | self.isinf(b), self.specials(x.t)[0], r)
 
     def frexp_exp(self, x: V) -> V:
         """The exponent ``frexp`` gives ``x`` (an i32)."""

@@ -133,7 +133,6 @@ class Op:
     AtomicAnd = 240
     AtomicOr = 241
     AtomicXor = 242
-    Phi = 245
     LoopMerge = 246
     SelectionMerge = 247
     Label = 248
@@ -157,6 +156,8 @@ class Op:
     GroupNonUniformSMax = 356
     GroupNonUniformUMax = 357
     GroupNonUniformFMax = 358
+    AtomicFMinEXT = 5614
+    AtomicFMaxEXT = 5615
     AtomicFAddEXT = 6035
 
 
@@ -178,6 +179,7 @@ class GLSL:
     Sqrt = 31
     InverseSqrt = 32
     FMin = 37
+    UMin = 38
     FMax = 40
     Fma = 50
     Frexp = 51
@@ -203,6 +205,7 @@ class Cap:
     GroupNonUniformShuffle = 65
     StorageBuffer16BitAccess = 4433
     StorageBuffer8BitAccess = 4448
+    AtomicFloat32MinMaxEXT = 5612
     AtomicFloat32AddEXT = 6033
 
 
@@ -260,7 +263,8 @@ class BuiltIn:
 
 
 _EXTENSION_OF = {Cap.StorageBuffer8BitAccess: "SPV_KHR_8bit_storage",
-                 Cap.AtomicFloat32AddEXT: "SPV_EXT_shader_atomic_float_add"}
+                 Cap.AtomicFloat32AddEXT: "SPV_EXT_shader_atomic_float_add",
+                 Cap.AtomicFloat32MinMaxEXT: "SPV_EXT_shader_atomic_float_min_max"}
 
 
 def _string(text: str) -> list[int]:

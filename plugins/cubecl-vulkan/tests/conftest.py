@@ -83,8 +83,8 @@ def run_python(code: str, env: dict[str, str] | None = None,
     return proc
 
 
-OP_PHI = 245
-"""SPIR-V's ``OpPhi``."""
+OP_SELECTION_MERGE = 247
+"""SPIR-V's ``OpSelectionMerge``: one per selection (an ``if``)."""
 
 
 def words(compiled: CompiledKernel) -> list[tuple[int, list[int]]]:
@@ -100,9 +100,9 @@ def words(compiled: CompiledKernel) -> list[tuple[int, list[int]]]:
     return out
 
 
-def opcodes(compiled: CompiledKernel) -> set[int]:
-    """The opcodes a lowered kernel's module uses."""
-    return {op for op, _ in words(compiled)}
+def selections(compiled: CompiledKernel) -> int:
+    """How many selections (``if``\\ s) a lowered kernel's module has."""
+    return sum(op == OP_SELECTION_MERGE for op, _ in words(compiled))
 
 
 def local_size(compiled: CompiledKernel) -> tuple[int, int, int]:
