@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from cubecl_server import ir
+from cubecl_server.arrays import UserArrays
 from cubecl_server.command import Command, Copy, Fill, Write, execute, nbytes
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.compiler.loader import KernelLoader
@@ -36,6 +37,7 @@ from cubecl_server.memory_management import (
     Handle,
     MemoryManagement,
     MemoryUsage,
+    Taint,
     View,
     make_view,
 )
@@ -183,6 +185,7 @@ class ComputeClient:
         self._events = isinstance(server, EventServer)
         self._traffic: int | None = None
         """Bytes the commands run so far have bound, while a profile counts them."""
+        self._user_arrays = UserArrays(memory, server, self.create)
 
     @property
     def backend(self) -> str:
@@ -300,21 +303,18 @@ class ComputeClient:
             self._counters.failed += 1
 
     def read(self, handle: Handle) -> np.ndarray:
-        """A host copy of the buffer, with its shape and dtype.
+        """A host copy of the buffer, with its shape and dtype; first, the caller's
+        arrays that launches wrote hold their results (:mod:`cubecl_server.arrays`).
 
-        Raises ``TaintedBufferError`` when the work meant to write it failed.
+        Raises ``TaintedBufferError`` when the work meant to write it (or one of those
+        arrays) failed.
         """
         self._own(handle, "read")
         self.flush()
+        self._user_arrays.deliver(self.read, _tainted)
         taint = handle.taint
         if taint is not None:
-            taint.mark_observed()
-            chain = taint.chain()
-            lines = [f"{handle!r} holds no valid data:"]
-            lines += [f"  {'caused by' if i else 'written by'} {t.describe()}"
-                      for i, t in enumerate(chain)]
-            root = chain[-1].error
-            raise TaintedBufferError("\n".join(lines), root) from root
+            raise _tainted(repr(handle), taint)
         binding = handle.binding()
         if self._events:
             data = self.server.read_after(binding, handle.event)  # type: ignore[attr-defined]
@@ -347,7 +347,9 @@ class ComputeClient:
                 self._run_command(*h)  # type: ignore[misc]
 
     def sync(self) -> None:
-        """Wait until all work launched on this client has finished.
+        """Wait until all work launched on this client has finished, and put the
+        results of the caller's arrays that launches wrote into them
+        (:mod:`cubecl_server.arrays`; ``TaintedBufferError`` where one failed).
 
         Raises ``UnreadFailuresError`` for failed launches whose outputs nobody read
         and nobody can read any more, so that no failure goes unreported.
@@ -355,6 +357,7 @@ class ComputeClient:
         self.flush()
         self.server.sync()
         self._counters.syncs += 1
+        self._user_arrays.deliver(self.read, _tainted)
         lost, count = self.failures.take_lost()
         if count:
             shown = "\n".join(f"  {f.description}" for f in lost)
@@ -453,7 +456,7 @@ class ComputeClient:
         if x > limit[0] or y > limit[1] or z > limit[2] or x * y * z * plan.units > MAX_UNITS:
             raise LaunchError(cube_count_error(plan.kernel, cube_count, cube_dim,
                                                self.capabilities))
-        handles, arrays, scalars = _bind(plan, args, self.memory)
+        handles, arrays, scalars = _bind(plan, args, self.memory, self._user_arrays)
         self._launches += 1
         if self.policy is _DEFERRED:
             self._held.append(_Held(plan, self._launches, cube_count, cube_dim, handles,
@@ -504,10 +507,10 @@ class ComputeClient:
             h.event = event
 
 
-def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
+def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement, users: UserArrays
           ) -> tuple[list[Handle], tuple[Binding, ...], tuple[np.generic, ...]]:
-    """The launch's buffers, their bindings and its scalars, each checked against its
-    parameter (``TypeError`` naming it)."""
+    """The launch's buffers (the caller's arrays among them), their bindings and its
+    scalars, each checked against its parameter (``TypeError`` naming it)."""
     params = plan.params
     if len(args) != len(params):
         names = ", ".join(p.name for p in params)
@@ -517,7 +520,7 @@ def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
     for i, elem in plan.arrays:
         h = args[i]
         if type(h) is not Handle or h.elem is not elem or h.memory is not memory:
-            _view_argument(plan.kernel.name, params[i], h, elem, memory)
+            h = _other_array(plan, i, h, elem, memory, users)
         handles.append(h)
         bindings.append(h.binding())
     scalars = []
@@ -535,6 +538,20 @@ def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement
     return handles, tuple(bindings), tuple(scalars)
 
 
+def _other_array(plan: _Plan, i: int, a: Any, elem: ir.Elem, memory: MemoryManagement,
+                 users: UserArrays) -> Handle:
+    """The handle for argument ``a`` of array parameter ``i`` that is not a buffer of
+    this client: a view of one, or the caller's own array."""
+    p = plan.params[i]
+    if not isinstance(a, Handle):
+        written = plan.arrays.index((i, elem)) in plan.writes
+        handle = users.bind(plan.kernel.name, p, a, written)
+        if handle is not None:
+            return handle
+    _view_argument(plan.kernel.name, p, a, elem, memory)
+    return a
+
+
 def _view_argument(kernel: str, p: ir.Param, a: Any, elem: ir.Elem,
                    memory: MemoryManagement) -> None:
     """Accept a view of this client's buffers for a parameter of its type that is not
@@ -549,8 +566,9 @@ def _view_argument(kernel: str, p: ir.Param, a: Any, elem: ir.Elem,
 def _bad_array(kernel: str, p: ir.Param, a: Any) -> None:
     if not isinstance(a, Handle):
         raise TypeError(f"kernel {kernel!r}: parameter {p.name!r} is an "
-                        f"Array[{p.elem.value}], got {type(a).__name__}; pass a buffer "
-                        "from client.create/empty")
+                        f"Array[{p.elem.value}], got {type(a).__name__}; pass a NumPy "
+                        "array (or one that speaks DLPack) or a buffer from "
+                        "client.create/empty")
     if a.elem is not p.elem:
         raise TypeError(f"kernel {kernel!r}: parameter {p.name!r} is an "
                         f"Array[{p.elem.value}], got a buffer of {a.elem.value}")
@@ -601,6 +619,20 @@ def _tensor_map(kernel: str, p: ir.Param, a: Any, memory: MemoryManagement, rank
         raise LaunchError(f"{what}: the map spans {tmap.span_bytes} bytes, past its buffer "
                           f"of {binding.size}")
     return BoundTensorMap(tmap, binding)
+
+
+def _tainted(what: str, taint: Taint) -> TaintedBufferError:
+    """The error a read of something ``taint`` left unwritten raises: the chain back
+    to the failure."""
+    taint.mark_observed()
+    chain = taint.chain()
+    lines = [f"{what} holds no valid data:"]
+    lines += [f"  {'caused by' if i else 'written by'} {t.describe()}"
+              for i, t in enumerate(chain)]
+    root = chain[-1].error
+    err = TaintedBufferError("\n".join(lines), root)
+    err.__cause__, err.__suppress_context__ = root, True
+    return err
 
 
 def _scalar(kernel: str, p: ir.Param, value: Any) -> np.generic:

@@ -266,6 +266,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "B.CUBE_DIM: self.dim[0] * self.dim[1] * self.dim[2]}",
            "B.CUBE_DIM: self.dim[0] * self.dim[1]}",
            "CUBE_DIM leaves out the cube's z extent"),
+    Mutant("U1", "arrays", f"{CPU}/server.py",
+           "return Binding(array.reshape(-1).view(np.uint8), 0,",
+           "return Binding(array.reshape(-1).view(np.uint8).copy(), 0,",
+           "a kernel launched on the caller's array writes a copy of it"),
     # ---------------------------------------------------------------- keys
     Mutant("K1", "keys", "cubecl_server/compiler/key.py",
            "[d.x, d.y, d.z], self.mode.value]", "[d.x, d.y, d.z]]",

@@ -91,6 +91,11 @@ class CpuServer:
                 [_strides(b.shape) if b.strides is None else b.strides for b in bindings])
         return arg
 
+    def host_binding(self, array: np.ndarray, elem: Elem) -> Binding:
+        """A binding over ``array``'s own bytes: kernels run on the caller's array in
+        place (the host is the device)."""
+        return Binding(array.reshape(-1).view(np.uint8), 0, array.nbytes, elem, array.shape)
+
     def read(self, binding: Binding) -> np.ndarray:
         """A copy of the binding's elements."""
         return _view(binding).copy()
