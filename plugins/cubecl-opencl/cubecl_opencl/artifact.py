@@ -266,7 +266,8 @@ class LoadedKernel:
     def __post_init__(self) -> None:
         from .server import make_enqueue
 
-        object.__setattr__(self, "enqueue", make_enqueue(self.kernel, self.arrays))
+        object.__setattr__(self, "enqueue", make_enqueue(self.kernel, self.arrays,
+                                                          len(self.scalars)))
 
 
 class OpenclTarget:

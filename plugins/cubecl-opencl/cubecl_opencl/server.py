@@ -64,17 +64,22 @@ Enqueue = Callable[[cl.CommandQueue, tuple[int, ...], tuple[int, ...], Sequence[
 """A kernel's launcher: ``(queue, global_size, local_size, arrays, scalars)``."""
 
 
-def make_enqueue(kernel: cl.Kernel, arrays: Sequence[ArrayArg]) -> Enqueue:
+def make_enqueue(kernel: cl.Kernel, arrays: Sequence[ArrayArg], scalars: int) -> Enqueue:
     """A launcher specialised to the kernel's argument list, made once at load.
 
-    It unpacks exactly one binding per array parameter (the client binds them in
-    order), turns byte offsets and sizes into element counts with a shift, adds the
-    shapes and strides the kernel reads, and calls PyOpenCL's generated enqueue with
-    all of it in one call: no per-launch list, loop or layout lookup.
+    A kernel's arguments stay set between enqueues (an enqueue takes the values set
+    at that moment), so the launcher sets them only when the launch's are not the
+    last one's: other bindings (the client binds a buffer as one ``Binding`` for its
+    life) or other scalar objects. A launch repeating its arguments is then one
+    ``clEnqueueNDRangeKernel``; another sets them all in one call of PyOpenCL's
+    ``set_args`` (generated for the dtypes the kernel was given at load), the
+    bindings unpacked one per array parameter, byte offsets and sizes turned into
+    element counts with a shift, the shapes and strides the kernel reads added: no
+    per-launch list, loop or layout lookup.
     """
-    names = [f"b{i}" for i in range(len(arrays))]
+    names = [f"b{i}" for i in range(len(arrays))] + [f"s{i}" for i in range(scalars)]
     parts: list[str] = []
-    for b, a in zip(names, arrays, strict=True):
+    for b, a in zip(names, arrays, strict=False):
         shift = (a.elem.bits // 8).bit_length() - 1  # element sizes are powers of two
         parts += [f"{b}.resource", f"{b}.offset >> {shift}", f"{b}.size >> {shift}"]
         if a.length:
@@ -83,11 +88,19 @@ def make_enqueue(kernel: cl.Kernel, arrays: Sequence[ArrayArg]) -> Enqueue:
             parts.append(f"len({b}.shape)")
         if a.dims:
             parts.append(f"*_shape_args({b}.shape, {b}.strides, {a.dims})")
-    unpack = f"    {', '.join(names)}, = arrays\n" if names else "    ()= arrays\n"
+    parts += names[len(arrays):]
+    unpack = "".join(f"    {', '.join(group)}, = {what}\n"
+                     for group, what in ((names[:len(arrays)], "arrays"),
+                                         (names[len(arrays):], "scalars")) if group)
+    same = " and ".join(f"{n} is _last[{i}]" for i, n in enumerate(names)) or "True"
     src = (f"def enqueue(queue, global_size, local_size, arrays, scalars):\n{unpack}"
-           f"    return _knl(queue, global_size, local_size, {''.join(p + ', ' for p in parts)}"
-           "*scalars)\n")
-    namespace: dict[str, object] = {"_knl": kernel, "_shape_args": _shape_args}
+           f"    if not ({same}):\n"
+           f"        _knl.set_args({', '.join(parts)})\n"
+           f"        _last[:] = ({''.join(n + ', ' for n in names)})\n"
+           "    return _enqueue(queue, _knl, global_size, local_size)\n")
+    namespace: dict[str, object] = {"_knl": kernel, "_shape_args": _shape_args,
+                                    "_enqueue": cl.enqueue_nd_range_kernel,
+                                    "_last": [None] * len(names)}
     exec(compile(src, f"<opencl launcher {kernel.function_name}>", "exec"), namespace)
     return namespace["enqueue"]  # type: ignore[return-value]
 

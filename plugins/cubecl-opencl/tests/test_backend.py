@@ -221,3 +221,32 @@ def test_shared_memory_is_cleared_only_where_a_unit_may_read_before_it_is_writte
     assert "// s[z." not in exact  # the clearing loop of the memory pass
     assert "// s[z." in wider
     assert wider.count("barrier(") == exact.count("barrier(") + 1
+
+
+def test_arguments_set_again_only_when_they_change(client: ComputeClient) -> None:
+    # The launcher keeps the last launch's arguments set in the CL kernel: a launch
+    # with other buffers, another view of one, or another scalar must still see its
+    # own, whichever of them changed (and 0.0 after -0.0 is another scalar).
+    from cubecl_server.conformance import kernels
+
+    rng = np.random.default_rng(11)
+    n = 300
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    ha, hb = client.create(a), client.create(b)
+    out1, out2 = client.empty(n, np.float32), client.empty(n, np.float32)
+    grid = (CubeCount(-(-n // 64)), CubeDim(64))
+    k = np.float32(2.0)
+    steps = [(ha, out1, k, a * k), (ha, out1, k, a * k), (hb, out1, k, b * k),
+             (hb, out2, k, b * k), (hb, out2, np.float32(-0.0), b * np.float32(-0.0)),
+             (hb, out2, np.float32(0.0), b * np.float32(0.0)),
+             (client.view(hb, n // 2, offset=1), client.view(out2, n // 2, offset=3),
+              np.float32(3.0), None)]
+    for i, (src, dst, factor, want) in enumerate(steps):
+        kernels.scale.launch(client, *grid, src, dst, factor)
+        if want is not None:
+            got = client.read(dst)
+            assert np.array_equal(got, want) and np.array_equal(np.signbit(got),
+                                                                np.signbit(want)), (
+                f"launch {i} saw another launch's arguments")
+    got = client.read(out2)
+    assert np.array_equal(got[3:3 + n // 2], b[1:1 + n // 2] * np.float32(3.0))
