@@ -28,7 +28,12 @@ from cubecl_server.compiler.record import CompilationBatchRecord, CompilationRec
 from cubecl_server.config import config
 from cubecl_server.device import MAX_UNITS, Capabilities, DeviceInfo
 from cubecl_server.device_events import CompletedEvent, EventServer
-from cubecl_server.errors import LaunchError, TaintedBufferError, UnreadFailuresError
+from cubecl_server.errors import (
+    ClientClosedError,
+    LaunchError,
+    TaintedBufferError,
+    UnreadFailuresError,
+)
 from cubecl_server.execution import ExecutionMode, ExecutionPolicy, ExecutionStats
 from cubecl_server.kernel import CubeCount, CubeDim, Launchable
 from cubecl_server.logging import configure_logging
@@ -186,6 +191,34 @@ class ComputeClient:
         self._traffic: int | None = None
         """Bytes the commands run so far have bound, while a profile counts them."""
         self._user_arrays = UserArrays(memory, server, self.create)
+        self._closed = False
+
+    def close(self) -> None:
+        """Finish the work launched (as :meth:`sync`, its errors raised), then free
+        the client's memory: every later call raises ``ClientClosedError``, and the
+        process's shared client (``cubecl_server.client()``) is made anew by the next
+        call. Closing again does nothing."""
+        if self._closed:
+            return
+        try:
+            self.sync()
+        finally:
+            self._closed = True
+            self._held.clear()
+            self._plans.clear()
+            self.memory.close()
+            _forget(self)
+
+    def __enter__(self) -> ComputeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError(f"this {self.backend} client was closed; make another "
+                                    "(cubecl_server.client() or create_client())")
 
     @property
     def backend(self) -> str:
@@ -214,6 +247,7 @@ class ComputeClient:
 
     def empty(self, shape: int | Sequence[int], dtype: Any) -> Handle:
         """A new buffer of ``shape`` and ``dtype`` with unspecified contents."""
+        self._check_open()
         shape_t = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
         if any(s < 0 for s in shape_t):
             raise ValueError(f"shape {shape_t} has a negative extent")
@@ -324,6 +358,7 @@ class ComputeClient:
         return data.reshape(handle.shape)
 
     def _own(self, handle: Handle, what: str) -> None:
+        self._check_open()
         if type(handle) is not Handle:
             raise TypeError(f"{what} takes a buffer from client.create/empty, "
                             f"got {type(handle).__name__}")
@@ -354,6 +389,7 @@ class ComputeClient:
         Raises ``UnreadFailuresError`` for failed launches whose outputs nobody read
         and nobody can read any more, so that no failure goes unreported.
         """
+        self._check_open()
         self.flush()
         self.server.sync()
         self._counters.syncs += 1
@@ -431,6 +467,7 @@ class ComputeClient:
 
         Unlike a launch, this raises ``CompilationError`` itself when compiling fails.
         """
+        self._check_open()
         self.loader.get(self.artifact_id(kernel, cube_dim, comptime))
 
     def launch(self, kernel: Launchable, cube_count: CubeCount | int | tuple[int, ...],
@@ -446,6 +483,8 @@ class ComputeClient:
         reads a tainted buffer does not run and passes the taint on to its outputs.
         A deferred client checks all of this at once and holds the launch itself.
         """
+        if self._closed:
+            self._check_open()
         if type(cube_count) is not CubeCount:
             cube_count = CubeCount.of(cube_count)
         if type(cube_dim) is not CubeDim:
@@ -688,6 +727,13 @@ def _shared_client(backend: str | None, device: int | None) -> ComputeClient:
         if existing is None:
             existing = _clients[(name, index)] = create_client(name, index)
         return existing
+
+
+def _forget(c: ComputeClient) -> None:
+    """Drop ``c`` from the shared clients (it was closed)."""
+    with _clients_lock:
+        for key in [k for k, v in _clients.items() if v is c]:
+            del _clients[key]
 
 
 class _ClientModule(types.ModuleType):

@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "CubeclError", "KernelSyntaxError", "CompilationError", "StoreError",
     "PluginError", "BackendNotFound", "BackendUnavailable", "ArtifactRejected",
-    "TaintedBufferError", "UnreadFailuresError", "LaunchError",
+    "TaintedBufferError", "UnreadFailuresError", "ClientClosedError", "LaunchError",
 ]
 
 
@@ -86,6 +86,11 @@ class TaintedBufferError(CubeclError):
 class UnreadFailuresError(CubeclError):
     """``sync`` found failed work whose outputs nobody read and nobody can read any
     more (freed or overwritten): reported here so no failure is lost silently."""
+
+
+class ClientClosedError(CubeclError, RuntimeError):
+    """A call on a client after its ``close()``: its memory is gone; make another
+    client (``cubecl_server.client()`` makes the process's shared one anew)."""
 
 
 class LaunchError(CubeclError, ValueError):

@@ -258,6 +258,22 @@ class MemoryManagement:
             self._drain()
             return self._free_unused(0)
 
+    def close(self) -> None:
+        """Give every allocation back to the storage, live slices' too: the pool's
+        owner is done with all of them (a finalizer's late release is then ignored)."""
+        with self._lock:
+            for page in self._pages:
+                self.storage.dealloc(page.id)
+            for id in self._dedicated:
+                self.storage.dealloc(id)
+            self._pages.clear()
+            self._dedicated.clear()
+            self._cached.clear()
+            self._cache_order.clear()
+            self._live.clear()
+            self._deferred.clear()
+            self._in_use = self._padding = 0
+
     def resource(self, slice: Slice) -> Any:
         """The storage resource a slice lives in (its offset is relative to it)."""
         return self.storage.resource(slice.storage_id)
