@@ -192,6 +192,7 @@ class ComputeClient:
         """Bytes the commands run so far have bound, while a profile counts them."""
         self._user_arrays = UserArrays(memory, server, self.create)
         self._closed = False
+        memory.host_access = self._host_access
 
     def close(self) -> None:
         """Finish the work launched (as :meth:`sync`, its errors raised), then free
@@ -214,6 +215,15 @@ class ComputeClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _host_access(self, handle: Handle) -> None:
+        """Before ``handle.host()``: the work writing it done, its taint raised."""
+        self._check_open()
+        self.flush()
+        self._user_arrays.deliver(self.read, _tainted)
+        self.server.sync()
+        if handle.taint is not None:
+            raise _tainted(repr(handle), handle.taint)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -336,13 +346,18 @@ class ComputeClient:
         if scope.failed is not None:
             self._counters.failed += 1
 
-    def read(self, handle: Handle) -> np.ndarray:
-        """A host copy of the buffer, with its shape and dtype; first, the caller's
-        arrays that launches wrote hold their results (:mod:`cubecl_server.arrays`).
+    def read(self, handle: Handle, out: np.ndarray | None = None) -> np.ndarray:
+        """A host copy of the buffer, with its shape and dtype - or, given ``out`` (an
+        array of that shape and dtype), the buffer copied into it and ``out``
+        returned; first, the caller's arrays that launches wrote hold their results
+        (:mod:`cubecl_server.arrays`).
 
         Raises ``TaintedBufferError`` when the work meant to write it (or one of those
         arrays) failed.
         """
+        if out is not None and (out.shape != handle.shape or out.dtype != handle.dtype):
+            raise ValueError(f"cannot read {handle!r} into an array of {out.dtype}"
+                             f"{list(out.shape)}")
         self._own(handle, "read")
         self.flush()
         self._user_arrays.deliver(self.read, _tainted)
@@ -355,6 +370,9 @@ class ComputeClient:
         else:
             data = self.server.read(binding)
         self._counters.bytes_read += binding.size
+        if out is not None:
+            np.copyto(out, data.reshape(handle.shape))
+            return out
         return data.reshape(handle.shape)
 
     def _own(self, handle: Handle, what: str) -> None:

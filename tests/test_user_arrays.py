@@ -56,3 +56,32 @@ def test_copy_path_keeps_one_buffer_per_array_until_delivery() -> None:
     users.deliver(lambda h: written, lambda what, t: AssertionError(what))
     assert np.array_equal(arr, written), "the written buffer was not copied back"
     users.deliver(lambda h: pytest.fail("delivered twice"), lambda what, t: AssertionError())
+
+
+def test_dlpack_of_a_cpu_buffer_shares_its_memory() -> None:
+    c = create_client("cpu")
+    h = c.create(np.arange(12, dtype=np.float32))
+    seen = np.from_dlpack(h)
+    assert np.array_equal(seen, np.arange(12, dtype=np.float32))
+    seen[3] = -1.0  # the buffer itself, not a copy
+    assert c.read(h)[3] == -1.0
+    ADD.launch(c, CubeCount(1), CubeDim(16), h, h, h)
+    assert np.array_equal(np.from_dlpack(h)[:4], np.array([0, 2, 4, -2], np.float32)), (
+        "the export does not see the launch before it")
+    v = c.view(h, (2, 3), strides=(1, 4), offset=1)
+    flat = c.read(h)
+    want = np.array([[flat[1 + i + 4 * j] for j in range(3)] for i in range(2)])
+    assert np.array_equal(np.from_dlpack(v), want), "a view's export does not follow its strides"
+    into = np.empty(12, np.float32)
+    assert c.read(h, out=into) is into and np.array_equal(into, c.read(h))
+
+
+def test_dlpack_of_a_tainted_buffer_raises() -> None:
+    from cubecl_server.errors import TaintedBufferError
+
+    c = create_client("cpu")
+    out = c.empty(8, np.float32)
+    kernels.uncompilable("fails_on_purpose").launch(c, CubeCount(1), CubeDim(8),
+                                                    c.create(np.ones(8, np.float32)), out)
+    with pytest.raises(TaintedBufferError, match="fails_on_purpose"):
+        np.from_dlpack(out)

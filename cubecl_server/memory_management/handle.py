@@ -97,6 +97,32 @@ class Handle:
                                               self.shape)
         return binding
 
+    def host(self) -> np.ndarray:
+        """The buffer's elements in place, as a NumPy array sharing its memory, on a
+        backend whose buffers are host memory (cpu); ``BufferError`` elsewhere. The
+        client first finishes the work writing it (and raises its taint)."""
+        if self.memory.host_access is not None:
+            self.memory.host_access(self)
+        resource = self.memory.resource(self.slice)
+        if not isinstance(resource, np.ndarray):
+            raise BufferError(f"{self!r} lives in device memory, which NumPy cannot see; "
+                              "client.read(handle) copies it to the host")
+        start = self.slice.offset
+        flat = resource[start:start + self.slice.size].view(self.dtype)
+        if isinstance(self, View):
+            size = self.dtype.itemsize
+            return np.lib.stride_tricks.as_strided(
+                flat[self.offset:], self.shape, tuple(s * size for s in self.strides))
+        return flat[:self.size].reshape(self.shape)
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """DLPack of :meth:`host` (``np.from_dlpack(handle)`` shares the memory)."""
+        return self.host().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The host (DLPack's kDLCPU) where the buffer is host memory."""
+        return (1, 0)
+
     def __repr__(self) -> str:
         state = ", freed" if self.freed else ""
         return f"Handle(shape={self.shape}, dtype={self.dtype.name}{state})"

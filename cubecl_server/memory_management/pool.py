@@ -35,6 +35,7 @@ import bisect
 import collections
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,6 +187,10 @@ class MemoryManagement:
         limit = self.page_size // 4 if max_slice_size is None else max_slice_size
         self.max_slice_size = max(min(limit, self.page_size), self.alignment)
         self.cache_limit = cache_limit
+        self.host_access: Callable[[Any], None] | None = None
+        """What the pool's owner (the client) does before a handle's memory is seen
+        from the host in place (``Handle.__dlpack__``): finish the work writing it,
+        raise its taint."""
 
         self._lock = threading.Lock()
         self._deferred: collections.deque[Slice] = collections.deque()

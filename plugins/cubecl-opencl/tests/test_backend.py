@@ -250,3 +250,11 @@ def test_arguments_set_again_only_when_they_change(client: ComputeClient) -> Non
                 f"launch {i} saw another launch's arguments")
     got = client.read(out2)
     assert np.array_equal(got[3:3 + n // 2], b[1:1 + n // 2] * np.float32(3.0))
+
+
+def test_a_device_buffer_is_not_exported_in_place(client: ComputeClient) -> None:
+    h = client.create(np.arange(4, dtype=np.float32))
+    with pytest.raises(BufferError, match=r"client\.read"):
+        np.from_dlpack(h)
+    into = np.empty(4, np.float32)
+    assert client.read(h, out=into) is into and np.array_equal(into, np.arange(4))
