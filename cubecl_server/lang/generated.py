@@ -16,6 +16,7 @@ from cubecl_server.compiler.record import CompilationRecording
 from cubecl_server.errors import CompilationError
 from cubecl_server.ir_check import check_kernel
 from cubecl_server.kernel import CubeDim, Launchable
+from cubecl_server.validation import check_launch
 
 if TYPE_CHECKING:
     from cubecl_server.client import ComputeClient
@@ -45,7 +46,8 @@ def source_of(client: ComputeClient, kernel: Launchable,
     core IR its emitter received (``docs/ir.md``, "The core IR"), as text.
 
     Raises KernelSyntaxError for a kernel outside the language, TypeError for a wrong
-    comptime value or argument, and CompilationError when the backend cannot lower it
+    comptime value or argument, LaunchError for a cube dim (or a type, a line size...)
+    the device cannot run, and CompilationError when the backend cannot lower it
     (or, for ``core``, tells no core IR).
     """
     kernel_id = getattr(kernel, "kernel_id", None)
@@ -55,7 +57,9 @@ def source_of(client: ComputeClient, kernel: Launchable,
     dim = _cube_dim(cube_dim)
     kid = kernel_id(comptime)
     backend = client.backend
-    # What the loader does before lowering: the Compiler never sees unchecked IR.
+    # What a launch and the loader check before lowering: the device's limits (a cube
+    # it cannot run would print a source it never gets), and the IR itself.
+    check_launch(kid.ir, dim, client.capabilities)
     check_kernel(kid.ir, backend)
     ac = client.loader.artifact_compiler
     recording = CompilationRecording(False, kid.name, backend, ac.variant)
