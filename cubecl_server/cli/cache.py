@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from cubecl_server.allocator import format_bytes
+from cubecl_server.cli.options import backend_name
 from cubecl_server.cli.table import WIDTH, Subparsers, print_table
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.config import config
@@ -47,11 +48,13 @@ def add_cache_command(subparsers: Subparsers) -> None:
     _add_listing_options(info)
     info.set_defaults(func=_info)
     ls = sub.add_parser("ls", help="list entries")
-    ls.add_argument("--backend", help="only this backend's entries")
+    ls.add_argument("--backend", type=backend_name,
+                    help="only this backend's entries")
     _add_listing_options(ls)
     ls.set_defaults(func=_ls)
     clear = sub.add_parser("clear", help="delete entries")
-    clear.add_argument("--backend", help="only this backend's entries")
+    clear.add_argument("--backend", type=backend_name,
+                    help="only this backend's entries")
     clear.set_defaults(func=_clear)
     prune = sub.add_parser("prune", help="delete least recently used entries")
     prune.add_argument("--max-size", type=parse_size, help="shrink to at most this size")

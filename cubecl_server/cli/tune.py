@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 
+from cubecl_server.cli.options import backend_name
 from cubecl_server.cli.table import WIDTH, Subparsers, print_table
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.errors import StoreError
@@ -25,14 +26,16 @@ def add_tune_command(subparsers: Subparsers) -> None:
                     "time (docs/tuning.md).")
     sub = parser.add_subparsers(title="tune commands", metavar="ACTION", required=True)
     ls = sub.add_parser("ls", help="list tuners, keys, winners and timings")
-    ls.add_argument("--backend", help="only this backend's results")
+    ls.add_argument("--backend", type=backend_name,
+                    help="only this backend's results")
     ls.add_argument("--tuner", help="only this tuner's results")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ls.add_argument("--wide", action="store_true",
                     help=f"print every cell whole (the table is cut to {WIDTH} columns)")
     ls.set_defaults(func=_ls)
     clear = sub.add_parser("clear", help="delete results: the next use tunes again")
-    clear.add_argument("--backend", help="only this backend's results")
+    clear.add_argument("--backend", type=backend_name,
+                    help="only this backend's results")
     clear.add_argument("--tuner", help="only this tuner's results")
     clear.set_defaults(func=_clear)
 
