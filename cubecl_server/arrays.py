@@ -2,7 +2,10 @@
 DLPack (``__dlpack__``) or NumPy's array interface, where a kernel takes a buffer.
 
 Where the backend's server shares the host's memory (:class:`HostMemoryServer`: the
-cpu backend) the array itself is what the kernel reads and writes: no copy is made.
+cpu backend) the array itself is what the kernel reads and writes: no copy is made;
+so is an array in CUDA device memory (``__cuda_array_interface__``: CuPy arrays,
+PyTorch CUDA tensors) on a server that binds one (:class:`CudaArrayServer`: cuda),
+after the work on the array's own stream.
 Elsewhere the array is copied into a buffer of the client at the first launch that
 takes it, every later launch before the next ``sync`` or ``read`` uses that same
 buffer (so a kernel reads what an earlier one wrote), and the buffers the kernels
@@ -29,7 +32,8 @@ from cubecl_server import ir
 from cubecl_server.memory_management import Handle, MemoryManagement, Taint
 from cubecl_server.server import Binding
 
-__all__ = ["HostMemoryServer", "UserArrays", "host_array"]
+__all__ = ["CudaArray", "CudaArrayServer", "HostMemoryServer", "UserArrays", "cuda_array",
+           "host_array"]
 
 
 @runtime_checkable
@@ -43,6 +47,63 @@ class HostMemoryServer(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class CudaArray:
+    """What ``__cuda_array_interface__`` says of an array in CUDA device memory,
+    checked: its address, shape and bytes, and the stream its producer last used
+    (None: none to wait for)."""
+
+    owner: Any
+    """The caller's object (kept alive while the memory is used)."""
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    nbytes: int
+    stream: int | None
+
+
+@runtime_checkable
+class CudaArrayServer(Protocol):
+    """A server whose kernels can use an array in CUDA device memory as it is
+    (optional): the client then runs kernels on CuPy arrays and CUDA tensors in place."""
+
+    def cuda_binding(self, array: CudaArray, elem: ir.Elem) -> Binding:
+        """A binding over ``array``'s memory, ordered after the work of its stream."""
+        ...
+
+
+def cuda_array(kernel: str, p: ir.Param, a: Any, written: bool) -> CudaArray:
+    """``a``'s ``__cuda_array_interface__``, checked against parameter ``p`` of
+    ``kernel`` as :func:`host_array` checks a host array (``TypeError`` naming both)."""
+    what = f"kernel {kernel!r}: parameter {p.name!r} is an Array[{p.elem.value}]"
+    face = a.__cuda_array_interface__
+    try:
+        shape = tuple(int(d) for d in face["shape"])
+        dtype = np.dtype(face["typestr"])
+        ptr, readonly = face["data"]
+        strides = face.get("strides")
+        stream = face.get("stream")
+    except (KeyError, TypeError, ValueError) as e:
+        raise TypeError(f"{what}: the {type(a).__name__}'s __cuda_array_interface__ is not "
+                        f"one NumPy's rules read ({e})") from None
+    want = np.dtype(p.elem.numpy_name)
+    if dtype != want:
+        raise TypeError(f"{what}, got a CUDA array of {dtype}; convert it first")
+    if written and readonly:
+        raise TypeError(f"{what} the kernel writes, got a read-only CUDA array")
+    count = int(np.prod(shape, dtype=np.int64))
+    if strides is not None and count > 1:
+        contiguous, step = True, dtype.itemsize
+        for n, s in zip(reversed(shape), reversed(strides), strict=True):
+            contiguous &= n == 1 or s == step
+            step *= n
+        if not contiguous:
+            raise TypeError(f"{what}, got a CUDA array that is not C-contiguous; pass a "
+                            "contiguous copy (cupy.ascontiguousarray)")
+    return CudaArray(a, int(ptr), shape, dtype, count * dtype.itemsize,
+                     None if stream is None else int(stream))
+
+
 def host_array(kernel: str, p: ir.Param, a: Any, written: bool) -> np.ndarray | None:
     """``a`` as a NumPy array sharing its memory, checked against parameter ``p`` of
     ``kernel`` (``TypeError`` naming both); None when ``a`` is not an array at all."""
@@ -51,6 +112,10 @@ def host_array(kernel: str, p: ir.Param, a: Any, written: bool) -> np.ndarray | 
         arr = a
     elif hasattr(a, "__array_interface__") or hasattr(a, "__array_struct__"):
         arr = np.asarray(a)
+    elif hasattr(a, "__cuda_array_interface__"):
+        raise TypeError(f"{what}, got a {type(a).__name__} in CUDA device memory, which "
+                        "this backend cannot use; pass a host array or a buffer from "
+                        "client.create/empty")
     elif hasattr(a, "__dlpack__"):
         try:
             arr = np.from_dlpack(a)
@@ -58,10 +123,6 @@ def host_array(kernel: str, p: ir.Param, a: Any, written: bool) -> np.ndarray | 
             raise TypeError(f"{what}: NumPy cannot read the {type(a).__name__} passed "
                             f"through DLPack ({e}); pass an array in host memory, or a "
                             "buffer from client.create/empty") from None
-    elif hasattr(a, "__cuda_array_interface__"):
-        raise TypeError(f"{what}, got a {type(a).__name__} in CUDA device memory, which "
-                        "this backend cannot use; pass a host array or a buffer from "
-                        "client.create/empty")
     else:
         return None
     want = np.dtype(p.elem.numpy_name)
@@ -82,14 +143,14 @@ class _InPlace(Handle):
 
     __slots__ = ("array",)
 
-    def __init__(self, memory: MemoryManagement, array: np.ndarray, binding: Binding,
-                 elem: ir.Elem) -> None:
+    def __init__(self, memory: MemoryManagement, array: Any, shape: tuple[int, ...],
+                 dtype: np.dtype, binding: Binding, elem: ir.Elem) -> None:
         # No Handle.__init__: there is no slice to take or give back.
         self.memory = memory
         self.array = array
-        self.shape = array.shape
+        self.shape = shape
         self.elem = elem
-        self.dtype = array.dtype
+        self.dtype = dtype
         self._binding = binding
         self.taint: Taint | None = None
         self.event: Any = None
@@ -106,7 +167,8 @@ class _Entry:
 
     source: Any
     """What the caller passed (kept, so no other object takes its id meanwhile)."""
-    array: np.ndarray
+    array: np.ndarray | None
+    """Its host array (None for one in device memory, used in place)."""
     handle: Handle
     kernel: str
     param: str
@@ -121,6 +183,7 @@ class UserArrays:
                  create: Callable[[np.ndarray], Handle]) -> None:
         self._memory = memory
         self._host = server if isinstance(server, HostMemoryServer) else None
+        self._cuda = server if isinstance(server, CudaArrayServer) else None
         self._create = create
         self._pending: dict[int, _Entry] = {}
 
@@ -129,22 +192,37 @@ class UserArrays:
         when ``a`` is no array: the caller says what is wrong)."""
         entry = self._pending.get(id(a))
         if entry is None:
-            arr = host_array(kernel, p, a, written)
-            if arr is None:
+            entry = self._adopt(kernel, p, a, written)
+            if entry is None:
                 return None
-            if self._host is not None:
-                flat = np.ascontiguousarray(arr)  # a copy only for an input not contiguous
-                handle: Handle = _InPlace(self._memory, flat, self._host.host_binding(flat,
-                                                                                      p.elem),
-                                          p.elem)
-            else:
-                handle = self._create(arr)
-            entry = self._pending[id(a)] = _Entry(a, arr, handle, kernel, p.name)
-        elif written:
+            self._pending[id(a)] = entry
+        elif written and entry.array is not None:
             host_array(kernel, p, a, written)  # the checks a written array needs
+        elif written:
+            cuda_array(kernel, p, a, written)
         if written:
             entry.written, entry.kernel, entry.param = True, kernel, p.name
         return entry.handle
+
+    def _adopt(self, kernel: str, p: ir.Param, a: Any, written: bool) -> _Entry | None:
+        """The entry of an array a launch meets first: in place where the server can
+        use its memory, else copied into a buffer (None: ``a`` is no array)."""
+        handle: Handle
+        if self._cuda is not None and hasattr(a, "__cuda_array_interface__"):
+            dev = cuda_array(kernel, p, a, written)
+            handle = _InPlace(self._memory, a, dev.shape, dev.dtype,
+                              self._cuda.cuda_binding(dev, p.elem), p.elem)
+            return _Entry(a, None, handle, kernel, p.name)
+        arr = host_array(kernel, p, a, written)
+        if arr is None:
+            return None
+        if self._host is not None:
+            flat = np.ascontiguousarray(arr)  # a copy only for an input not contiguous
+            handle = _InPlace(self._memory, flat, flat.shape, flat.dtype,
+                              self._host.host_binding(flat, p.elem), p.elem)
+        else:
+            handle = self._create(arr)
+        return _Entry(a, arr, handle, kernel, p.name)
 
     def deliver(self, read: Callable[[Handle], np.ndarray],
                 failed: Callable[[str, Taint], Exception]) -> None:
@@ -162,7 +240,7 @@ class UserArrays:
             if taint is not None:
                 what = f"the array passed as {e.param!r} to kernel {e.kernel!r}"
                 first = first or failed(what, taint)
-            elif type(e.handle) is not _InPlace:
+            elif type(e.handle) is not _InPlace and e.array is not None:
                 np.copyto(e.array, read(e.handle).reshape(e.array.shape))
         if first is not None:
             raise first

@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cubecl_server.arrays import HostMemoryServer
+    from cubecl_server.arrays import CudaArray, CudaArrayServer, HostMemoryServer
     from cubecl_server.command import FillCopy
     from cubecl_server.compiler.artifact import Artifact
     from cubecl_server.compiler.contracts import ArtifactCompiler, CompilationTarget, Compiler
@@ -94,8 +94,9 @@ __all__ = [
     # Where a launch's info words live, when they are passed through a buffer
     "MetadataCache",
     # What a server may implement besides the contract: events, fills and copies, the
-    # host's memory used in place
+    # caller's arrays used in place (host memory, CUDA arrays)
     "CompletedEvent", "DeviceEvent", "EventServer", "FillCopy", "HostMemoryServer",
+    "CudaArray", "CudaArrayServer",
     # Tensor maps (TMA), for a backend whose capabilities have tma on
     "TENSOR_MAP_BYTES", "TensorMap", "TensorMapError", "TmaFill", "TmaInterleave",
     "TmaSwizzle", "BoundTensorMap",
@@ -104,7 +105,7 @@ __all__ = [
 # Where each name lives; the TYPE_CHECKING imports above say the same for type
 # checkers (tests/test_public_surface.py checks that the two agree).
 _HOMES: dict[str, tuple[str, ...]] = {
-    "cubecl_server.arrays": ("HostMemoryServer",),
+    "cubecl_server.arrays": ("CudaArray", "CudaArrayServer", "HostMemoryServer"),
     "cubecl_server.command": ("FillCopy",),
     "cubecl_server.compiler.artifact": ("Artifact",),
     "cubecl_server.compiler.contracts": ("ArtifactCompiler", "CompilationTarget", "Compiler"),

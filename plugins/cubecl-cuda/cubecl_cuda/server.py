@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import cupy
@@ -22,11 +23,13 @@ from cubecl_server.backend import (
     BoundTensorMap,
     CubeCount,
     CubeDim,
+    CudaArray,
     DeviceEvent,
     DeviceInfo,
 )
+from cubecl_server.ir import Elem
 
-__all__ = ["CudaServer", "device_arch"]
+__all__ = ["CudaServer", "device_arch", "device_binding"]
 
 
 def device_arch(index: int) -> str:
@@ -53,6 +56,19 @@ def _wire(value: np.generic, wire: str) -> np.generic:
     if wire == "uint8":  # a bool scalar travels as one byte
         return np.uint8(bool(value))
     return np.dtype(wire).type(value)
+
+
+@dataclass(frozen=True)
+class _CallersMemory:
+    """A binding's resource over memory a caller owns: its address, its owner kept."""
+
+    ptr: int
+    owner: Any
+
+
+def device_binding(array: CudaArray, elem: Elem) -> Binding:
+    """The binding of a caller's CUDA array: its address as the resource, whole."""
+    return Binding(_CallersMemory(array.ptr, array.owner), 0, array.nbytes, elem, array.shape)
 
 
 class CudaServer:
@@ -89,6 +105,18 @@ class CudaServer:
 
     def _address(self, b: Binding) -> int:
         return int(b.resource.ptr) + b.offset
+
+    def cuda_binding(self, array: CudaArray, elem: Elem) -> Binding:
+        """A binding over a caller's CUDA array (a CuPy array, a CUDA tensor) in place,
+        this stream made to wait for the work its producer put on its own."""
+        if array.stream is not None:
+            with self._device:
+                # The interface's own stream handles (1: legacy default, 2: per-thread
+                # default, else a cudaStream_t) are what cudaEventRecord takes.
+                done = cupy.cuda.Event(disable_timing=True)
+                done.record(cupy.cuda.ExternalStream(array.stream))
+                self.stream.wait_event(done)
+        return device_binding(array, elem)
 
     def read(self, binding: Binding) -> np.ndarray:
         """A host copy of the binding's elements (waits for the work before it)."""
