@@ -12,7 +12,6 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import pyopencl as cl
 from pyopencl import _cl
@@ -33,9 +32,7 @@ from . import BACKEND, pocl
 from .build_workers import BuildWorkers, WorkerDied, workers_for
 from .compiler import ArrayArg, KernelLayout, Need, OpenclCompiler, ScalarArg
 from .device import DeviceFeatures, features_of, variant_of
-
-if TYPE_CHECKING:
-    from .server import Enqueue
+from .launcher import Enqueue, make_enqueue, scalar_arg_dtypes
 
 __all__ = ["KIND", "BUILD_OPTIONS", "OpenclArtifactCompiler", "OpenclTarget", "LoadedKernel",
            "build_error", "program_key"]
@@ -253,7 +250,7 @@ class LoadedKernel:
     """A kernel ready to launch on the server's context: the CL kernel (with its
     scalar argument types set, for PyOpenCL's fast argument packing) and its layout.
 
-    ``enqueue`` is the launcher :func:`cubecl_opencl.server.make_enqueue` made for
+    ``enqueue`` is the launcher :func:`cubecl_opencl.launcher.make_enqueue` made for
     this argument list once, here: a launch only calls it.
     """
 
@@ -264,8 +261,6 @@ class LoadedKernel:
     enqueue: Enqueue = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from .server import make_enqueue
-
         object.__setattr__(self, "enqueue", make_enqueue(self.kernel, self.arrays,
                                                           len(self.scalars)))
 
@@ -287,8 +282,6 @@ class OpenclTarget:
         A binary the driver refuses (or whose bytes are not the ones finalize
         produced) raises ArtifactRejected; the loader purges it and compiles again.
         """
-        from .server import scalar_arg_dtypes
-
         h = artifact.header
         entry, digest = h.get("entry_point"), h.get("sha256")
         if artifact.kind != KIND or not isinstance(entry, str) or not isinstance(digest, str):
