@@ -40,7 +40,7 @@ from cubecl_server.tune import (
     local_tuner,
 )
 
-__all__ = ["DemoResult", "run_demo", "DEMO_KERNELS", "TUNED_DEMOS", "MATMUL_TUNER",
+__all__ = ["DemoResult", "run_demo", "demo_steps", "DEMO_KERNELS", "TUNED_DEMOS", "MATMUL_TUNER",
            "ROW_SOFTPLUS_TUNER", "matmul_tunables", "row_softplus_tunables", "tuned_matmul",
            "tuned_row_softplus"]
 
@@ -252,9 +252,11 @@ def _row_softplus_tuned(c: ComputeClient, rng: np.random.Generator) -> _Tuned:
 TUNED_DEMOS = (_matmul_tuned, _row_softplus_tuned)
 
 
-def run_demo(c: ComputeClient, seed: int | None = None) -> list[DemoResult]:
+def run_demo(c: ComputeClient, seed: int | None = None,
+             step: Callable[[str], None] | None = None) -> list[DemoResult]:
     """Run every demo kernel on ``c`` with fresh random data and check it against NumPy,
-    then profile its launch once more for its throughput (``client.profile``).
+    then profile its launch once more for its throughput (``client.profile``); ``step``
+    is told each kernel's name as it starts (of :func:`demo_steps` in all).
 
     Its compilations are recorded in the environment (``cubecl-server compilations``).
     """
@@ -263,6 +265,8 @@ def run_demo(c: ComputeClient, seed: int | None = None) -> list[DemoResult]:
     with recording(c) as records:
         for case in DEMO_KERNELS:
             k, dim, launch, result, expected, tol, flops = case(c, rng)
+            if step is not None:
+                step(k.__name__)
             t0 = time.perf_counter()
             c.prepare(k, dim)
             t1 = time.perf_counter()
@@ -280,6 +284,8 @@ def run_demo(c: ComputeClient, seed: int | None = None) -> list[DemoResult]:
         if tuned is _matmul_tuned and not c.capabilities.barrier:
             continue  # the tiled matmul synchronises its cube; this device cannot
         name, run, tuner, expected, tol = tuned(c, rng)
+        if step is not None:
+            step(name)
         t0 = time.perf_counter()
         run()  # the first call tunes (or finds the stored result)
         t1 = time.perf_counter()
@@ -289,6 +295,11 @@ def run_demo(c: ComputeClient, seed: int | None = None) -> list[DemoResult]:
         results.append(DemoResult(name, f"{record.outcome}: {record.winner}",
                                   (t1 - t0) * 1e3, (t2 - t1) * 1e3, _error(got, expected), tol))
     return results
+
+
+def demo_steps() -> int:
+    """How many kernels :func:`run_demo` runs at most (its progress's total)."""
+    return len(DEMO_KERNELS) + len(TUNED_DEMOS)
 
 
 def _error(got: np.ndarray, expected: np.ndarray) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cubecl_server.cli.progress import steps
 from cubecl_server.cli.table import Subparsers, print_table
 from cubecl_server.config import config
 from cubecl_server.errors import CubeclError
@@ -34,7 +35,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     """Run the demo and print its table."""
     # Imported here: the demo module defines kernels, which only this command needs.
     from cubecl_server import client
-    from cubecl_server.demo import run_demo
+    from cubecl_server.demo import demo_steps, run_demo
 
     try:
         missing = None if args.device is None else _missing_device(
@@ -44,7 +45,8 @@ def run_demo_command(args: argparse.Namespace) -> int:
             return 1
         c = client(args.backend, args.device)
         print(f"backend {c.backend}, device {c.device}")
-        results = run_demo(c, args.seed)
+        with steps("demo", demo_steps()) as step:
+            results = run_demo(c, args.seed, step)
     except CubeclError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
