@@ -14,6 +14,7 @@ from cubecl_server.conformance import kernels
 from cubecl_server.conformance.support import check, cubes_for, random_size
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeCount, CubeDim
+from cubecl_server.lang import ABSOLUTE_POS, Array, kernel, u32
 
 pytestmark = pytest.mark.usefixtures("cubecl_isolated")
 
@@ -241,3 +242,37 @@ class TestClampOrder:
         check(c.read(out), np.minimum(np.maximum(x, lo), hi), "clamp(x, lo, hi) on f32, "
               "half of them with lo > hi (then min(max(x, lo), hi) is hi)", cubecl_seed,
               inputs={"x": x, "lo": lo, "hi": hi})
+
+
+@kernel
+def constant_loops(out: Array[u32]) -> None:
+    """Loops with constant bounds whose steps do not divide their ranges, both ways, and
+    an empty one: each unit adds up the variable's values plus its own position."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        acc = u32(0)
+        for k in range(1, 20, 3):
+            acc += u32(k)
+        for k in range(17, 2, -4):
+            acc += u32(k) * u32(100)
+        for k in range(5, 5, 2):
+            acc += u32(k) * u32(10000)
+        for k in range(9, 0, 5):
+            acc += u32(k) * u32(100000)
+        out[i] = acc + i
+
+
+class TestConstantLoops:
+    """A counted loop with constant bounds runs ``ceil((stop - start) / step)`` times,
+    its last iteration included when the step does not divide the range."""
+
+    def test_steps_that_do_not_divide(self, cubecl_client: ComputeClient,
+                                      cubecl_rng: np.random.Generator) -> None:
+        c = cubecl_client
+        n = random_size(cubecl_rng, DIM)
+        out = c.empty(n, np.uint32)
+        constant_loops.launch(c, cubes_for(n, DIM), CubeDim(DIM), out)
+        per_unit = (sum(range(1, 20, 3)) + 100 * sum(range(17, 2, -4))
+                    + 10000 * sum(range(5, 5, 2)) + 100000 * sum(range(9, 0, 5)))
+        check(c.read(out), np.arange(n, dtype=np.uint32) + np.uint32(per_unit),
+              "for over range(1, 20, 3), range(17, 2, -4), range(5, 5, 2), range(9, 0, 5)", 0)
