@@ -13,14 +13,9 @@ import numpy as np
 import pytest
 
 from cubecl_server import ir
-from cubecl_server.backend import (
-    ArrayRef,
-    CEmitter,
-    CompilationError,
-    CubeDim,
-    ExecutionMode,
-    StandardC,
-)
+from cubecl_server.backend import CompilationError, CubeDim
+from cubecl_server.backend.compiling import ExecutionMode
+from cubecl_server.backend.lowering import ArrayRef, CEmitter, StandardC
 from cubecl_server.lowering import mangle
 
 E = ir.Elem

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from cubecl_server.backend import StoreNames
+from cubecl_server.backend.compiling import StoreNames
 
 if TYPE_CHECKING:
     from cubecl_cuda.artifact import (

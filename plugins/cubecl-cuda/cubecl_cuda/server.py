@@ -16,15 +16,9 @@ from cubecl_cuda.capabilities import capabilities
 from cubecl_cuda.driver import MODULE_REJECTED, CudaError, cuda_error, status_name
 from cubecl_cuda.storage import CudaStorage
 from cubecl_cuda.tma import arch_has_tma, encode_tiled, tensor_map_value
-from cubecl_server.backend import (
-    ArtifactRejected,
-    Binding,
-    BoundTensorMap,
-    CubeCount,
-    CubeDim,
-    DeviceEvent,
-    DeviceInfo,
-)
+from cubecl_server.backend import Binding, CubeCount, CubeDim, DeviceInfo
+from cubecl_server.backend.features import BoundTensorMap, DeviceEvent
+from cubecl_server.backend.support import ArtifactRejected
 
 __all__ = ["CudaServer", "device_arch"]
 
@@ -243,7 +237,7 @@ class CudaServer:
 
 
 class CudaEvent:
-    """A :class:`~cubecl_server.backend.DeviceEvent` on a CUDA stream."""
+    """A :class:`~cubecl_server.backend.features.DeviceEvent` on a CUDA stream."""
 
     def __init__(self, server: CudaServer, event: Any, timed: bool) -> None:
         self._server = server
