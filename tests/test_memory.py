@@ -459,3 +459,24 @@ def test_gc_release_while_the_pool_is_busy_is_deferred() -> None:
         del h
         gc.collect()
     assert mm.usage().number_allocs == 0
+
+
+@pytest.mark.parametrize("alignment", [4, 16, 256])
+def test_a_slice_starts_aligned_and_owns_its_size_rounded_up_to_the_alignment(
+        alignment: int) -> None:
+    """What a backend binding at byte offsets relies on (docs/writing-a-backend.md,
+    section 7): every slice starts at a multiple of ``ComputeStorage.alignment``, and
+    the bytes up to its size rounded up to the alignment (one unit for an empty array)
+    are its own, so a binding rounded up to 4 bytes or a zero-size array bound as one
+    unit never overlaps another slice nor runs past the resource."""
+    _, mm = make(page_size=16 * KIB, alignment=alignment)
+    sizes = [0, 1, 2, 3, 5, 17, alignment - 1, alignment + 1, 1000, 5 * KIB, 20 * KIB]
+    slices = [mm.reserve(size) for size in sizes * 3]
+    owned = []
+    for s in slices:
+        room = -(-max(s.size, 1) // alignment) * alignment
+        assert s.offset % alignment == 0, (s.size, s.offset)
+        assert s.offset + room <= len(mm.resource(s)), (s.size, s.offset)
+        owned.append((int(s.storage_id), s.offset, s.offset + room))
+    for (a_id, _, a_end), (b_id, b_start, _) in itertools.pairwise(sorted(owned)):
+        assert a_id != b_id or a_end <= b_start
