@@ -32,6 +32,7 @@ def lazy_attributes(module: str, homes: Mapping[str, str]
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*homes, *vars(sys.modules[module])} - {"__getattr__", "__dir__"})
+        # The module's public names: its __all__, and the lazy ones not loaded yet.
+        return sorted({*homes, *getattr(sys.modules[module], "__all__", ())})
 
     return __getattr__, __dir__
