@@ -52,6 +52,7 @@ RAISING = Fixture("cubecl_fixture_raising", "cubecl-fixture-raising", "0.7")
 RIVAL = Fixture("cubecl_fixture_rival", "cubecl-fixture-rival", "0.9")
 BADFACTORY = Fixture("cubecl_fixture_badfactory", "cubecl-fixture-badfactory", "0.8")
 OTHERCONTRACT = Fixture("cubecl_fixture_othercontract", "cubecl-fixture-othercontract", "9.0")
+NOCONTRACT = Fixture("cubecl_fixture_nocontract", "cubecl-fixture-nocontract", "0.0.1")
 
 STANDARD = {"good": GOOD, "importfail": IMPORTFAIL, "registerfail": REGISTERFAIL}
 
@@ -470,3 +471,10 @@ def test_a_backend_built_for_another_contract_is_listed_incompatible(tmp_path: P
             print(json.dumps(str(e)))
     """)
     assert "'othercontract' is incompatible: built for backend contract 2" in refused
+
+
+def test_a_plugin_older_than_the_contract_version_is_broken_naming_it(tmp_path: Path) -> None:
+    rows = list_backends(make_site(tmp_path, {"good": GOOD, "nocontract": NOCONTRACT}))
+    assert rows["nocontract"]["status"] == "broken", rows["nocontract"]
+    assert "'contract'" in rows["nocontract"]["reason"], rows["nocontract"]
+    assert rows["fixture"]["status"] == "ok"
