@@ -87,10 +87,10 @@ class BackendStatus:
     """One row of the backend listing: a backend and whether it can run here.
 
     ``status`` is ``"ok"`` (``devices`` lists them), ``"unavailable"`` (installed,
-    but its runtime reports no device or fails; ``reason`` says why) or
-    ``"broken"`` (a broken plugin: ``name`` is the plugin's, ``reason`` its error) or
+    but its runtime reports no device or fails; ``reason`` says why),
     ``"incompatible"`` (built for another backend contract version; ``reason`` says
-    which, and what to install).
+    which, and what to install) or ``"broken"`` (a broken plugin: ``name`` is the
+    plugin's, ``reason`` its error).
     """
 
     name: str
