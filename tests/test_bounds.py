@@ -10,7 +10,8 @@ import pytest
 
 from benchmarks.kernels import matmul, reduce_rows
 from cubecl_server import ir
-from cubecl_server.backend import CubeDim, ExecutionMode
+from cubecl_server.backend import CubeDim
+from cubecl_server.backend.compiling import ExecutionMode
 from cubecl_server.backends.cpu.compiler import CpuCompiler
 from cubecl_server.client import create_client
 from cubecl_server.conformance import kernels as K

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cubecl_server.backend import Artifact, ArtifactStore, DriverCache, StoreNames
+from cubecl_server.backend import Artifact
+from cubecl_server.backend.compiling import ArtifactStore, StoreNames
+from cubecl_server.backend.features import DriverCache
 from cubecl_server.persistence import SqliteStore
 
 NAMES = StoreNames("kernels", "sources")

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from cubecl_server.backend import CubeCount, InfoEntry, InfoLayout, InfoWords, fold_count
+from cubecl_server.backend import CubeCount
+from cubecl_server.backend.lowering import InfoEntry, InfoLayout, InfoWords, fold_count
 from cubecl_server.ir import Elem
 from cubecl_server.server import Binding
 
@@ -82,3 +83,15 @@ def test_a_prime_count_folds_with_a_surplus() -> None:
 def test_a_count_that_cannot_fold_is_refused() -> None:
     with pytest.raises(ValueError, match="more than a dispatch"):
         fold_count(CubeCount(100, 100, 100), (10, 10, 10))
+
+
+def test_an_offset_word_is_where_a_binding_starts_in_elements() -> None:
+    """A target binding whole resources reads a sub-allocation's or a view's start from
+    its ``offset`` word, in elements of the array."""
+    words = InfoWords()
+    at = words.word("offset", 1)
+    layout = InfoLayout.from_header(words.layout().to_header())
+    arrays = [_binding(Elem.F32, (4,)), Binding(None, 768, 64, Elem.U16, (32,))]
+    out = np.zeros(layout.words, np.uint32)
+    layout.pack(out, 0, CubeCount(1), arrays, [])
+    assert out[at] == 768 // 2

@@ -214,7 +214,9 @@ def test_a_line_size_the_device_lacks_is_a_launch_error(tmp_path: Any,
 
 
 def test_a_dialect_without_the_size_refuses_the_kernel() -> None:
-    from cubecl_server.backend import CEmitter, CubeDim, ExecutionMode, StandardC
+    from cubecl_server.backend import CubeDim
+    from cubecl_server.backend.compiling import ExecutionMode
+    from cubecl_server.backend.lowering import CEmitter, StandardC
 
     with pytest.raises(CompilationError, match=r"Line\[f32, 4\].*Capabilities.line_sizes"):
         CEmitter(scaled.ir(line_size=4), CubeDim(64), ExecutionMode.CHECKED,

@@ -13,14 +13,9 @@ import numpy as np
 import pytest
 
 from cubecl_server import ir
-from cubecl_server.backend import (
-    ArrayRef,
-    CEmitter,
-    CompilationError,
-    CubeDim,
-    ExecutionMode,
-    StandardC,
-)
+from cubecl_server.backend import CompilationError, CubeDim
+from cubecl_server.backend.compiling import ExecutionMode
+from cubecl_server.backend.lowering import ArrayRef, CEmitter, StandardC
 from cubecl_server.lowering import mangle
 
 E = ir.Elem
@@ -270,3 +265,14 @@ def test_checked_memory_and_short_circuit(tmp_path: Path) -> None:
     np.testing.assert_array_equal(dst, [5, 4, 3, 2])
     assert counts.tolist() == [11, 21] and old.tolist() == [0] * 6 + [10, 20]
     np.testing.assert_array_equal(flags, [False, False, True, True] + [False] * 4)
+
+
+def test_an_emitter_names_the_arrays_atomics_act_on() -> None:
+    """What a target whose atomics need an atomic type declares so (WGSL's
+    ``array<atomic<u32>>``): the arrays of the core IR's atomics, and no other."""
+    params = (ir.Param("count", E.U32, True), ir.Param("plain", E.U32, True))
+    body = (ir.AtomicStmt(ir.AtomicOp.ADD, "count", ir.Const(0, E.U32), ir.Const(1, E.U32),
+                          None, None),
+            ir.Store("plain", POS, ir.Const(2, E.U32)))
+    e, _ = lower(ir.Kernel("atomics", params, (), (), body))
+    assert e.atomic_arrays == {"count"}

@@ -17,7 +17,13 @@ from cubecl_server import allocator
 from cubecl_server.allocator import KIB, MIB, bucket_size, round_up
 from cubecl_server.ir import Elem
 from cubecl_server.memory_management import Handle, MemoryManagement, MemoryUsage, Slice
-from cubecl_server.storage import BytesStorage, ComputeStorage, StorageId, storage_id_type
+from cubecl_server.storage import (
+    BytesStorage,
+    ComputeStorage,
+    ResourceStorage,
+    StorageId,
+    storage_id_type,
+)
 
 PAGE = 64 * KIB
 
@@ -459,3 +465,55 @@ def test_gc_release_while_the_pool_is_busy_is_deferred() -> None:
         del h
         gc.collect()
     assert mm.usage().number_allocs == 0
+
+
+@pytest.mark.parametrize("alignment", [4, 16, 256])
+def test_a_slice_starts_aligned_and_owns_its_size_rounded_up_to_the_alignment(
+        alignment: int) -> None:
+    """What a backend binding at byte offsets relies on (docs/writing-a-backend.md,
+    section 7): every slice starts at a multiple of ``ComputeStorage.alignment``, and
+    the bytes up to its size rounded up to the alignment (one unit for an empty array)
+    are its own, so a binding rounded up to 4 bytes or a zero-size array bound as one
+    unit never overlaps another slice nor runs past the resource."""
+    _, mm = make(page_size=16 * KIB, alignment=alignment)
+    sizes = [0, 1, 2, 3, 5, 17, alignment - 1, alignment + 1, 1000, 5 * KIB, 20 * KIB]
+    slices = [mm.reserve(size) for size in sizes * 3]
+    owned = []
+    for s in slices:
+        room = -(-max(s.size, 1) // alignment) * alignment
+        assert s.offset % alignment == 0, (s.size, s.offset)
+        assert s.offset + room <= len(mm.resource(s)), (s.size, s.offset)
+        owned.append((int(s.storage_id), s.offset, s.offset + room))
+    for (a_id, _, a_end), (b_id, b_start, _) in itertools.pairwise(sorted(owned)):
+        assert a_id != b_id or a_end <= b_start
+
+
+def test_a_resource_storage_subclass_writes_only_how_to_make_and_free_one() -> None:
+    """The bookkeeping the backends here share: ids of the storage's own type, sizes,
+    release on dealloc, and errors naming the subclass."""
+    ListId = storage_id_type("ListId")
+
+    class ListStorage(ResourceStorage[list[int]]):
+        id_type = ListId
+
+        def __init__(self) -> None:
+            super().__init__(alignment=16)
+            self.released: list[list[int]] = []
+
+        def create(self, size: int) -> list[int]:
+            return [0] * size
+
+        def release(self, resource: list[int]) -> None:
+            self.released.append(resource)
+
+    storage = ListStorage()
+    assert isinstance(storage, ComputeStorage)
+    a, b = storage.alloc(3), storage.alloc(0)
+    assert isinstance(a, ListId) and a != b
+    assert storage.resource(a) == [0, 0, 0] and storage.bytes_allocated == 3
+    storage.dealloc(a)
+    assert storage.released == [[0, 0, 0]] and storage.num_allocations == 1
+    with pytest.raises(KeyError, match="ListStorage: no allocation"):
+        storage.dealloc(a)
+    with pytest.raises(ValueError, match="power of two"):
+        ResourceStorage(alignment=3)

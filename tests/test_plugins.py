@@ -51,6 +51,8 @@ OBSERVER = Fixture("cubecl_fixture_observer", "cubecl-fixture-observer", "0.6")
 RAISING = Fixture("cubecl_fixture_raising", "cubecl-fixture-raising", "0.7")
 RIVAL = Fixture("cubecl_fixture_rival", "cubecl-fixture-rival", "0.9")
 BADFACTORY = Fixture("cubecl_fixture_badfactory", "cubecl-fixture-badfactory", "0.8")
+OTHERCONTRACT = Fixture("cubecl_fixture_othercontract", "cubecl-fixture-othercontract", "9.0")
+NOCONTRACT = Fixture("cubecl_fixture_nocontract", "cubecl-fixture-nocontract", "0.0.1")
 
 STANDARD = {"good": GOOD, "importfail": IMPORTFAIL, "registerfail": REGISTERFAIL}
 
@@ -286,7 +288,7 @@ def test_a_plugin_failing_in_a_firstresult_hook_is_named_and_set_apart(tmp_path:
         from cubecl_server.backend import BackendDescriptor, Capabilities
         from cubecl_server.plugins import registry
         reg = registry()
-        explode = BackendDescriptor(name="explode", package="json", runtime=list,
+        explode = BackendDescriptor(contract=1, name="explode", package="json", runtime=list,
                                     compiler=lambda capabilities: "its own",
                                     artifact_compiler=print, target=print)
         answer = reg.call_firstresult("cubecl_server_compiler", descriptor=explode,
@@ -305,7 +307,7 @@ RAISING_CLIENTS = """
     import json
     import numpy as np
     import kernels
-    from cubecl_server.backend import backend_compiler
+    from cubecl_server.backend.compiling import backend_compiler
     from cubecl_server.client import create_client
     from cubecl_server.lang import CubeCount, CubeDim
     c = create_client("cpu")
@@ -433,7 +435,8 @@ def test_a_descriptor_factory_that_raises_sets_its_plugin_apart(tmp_path: Path) 
         "PluginError: failed in cubecl_server_compiler: RuntimeError: factory exploded")
     message = run_script(site, """
         import json
-        from cubecl_server.backend import Capabilities, backend_compiler
+        from cubecl_server.backend import Capabilities
+        from cubecl_server.backend.compiling import backend_compiler
         from cubecl_server.errors import PluginError
         try:
             backend_compiler("badfactory", Capabilities(f64=False, f16=False))
@@ -443,3 +446,35 @@ def test_a_descriptor_factory_that_raises_sets_its_plugin_apart(tmp_path: Path) 
     assert message == ("backend 'badfactory' failed in cubecl_server_compiler: RuntimeError: "
                        "factory exploded; plugin 'badfactory' (cubecl-fixture-badfactory "
                        "0.8) is set apart")
+
+
+def test_a_backend_built_for_another_contract_is_listed_incompatible(tmp_path: Path) -> None:
+    """Listed with the versions and what to install; a client of it is refused with the
+    same reason, before any of its parts runs; the other backends are untouched."""
+    site = make_site(tmp_path, {"good": GOOD, "othercontract": OTHERCONTRACT})
+    rows = list_backends(site)
+    row = rows["othercontract"]
+    assert row["status"] == "incompatible", row
+    assert "built for backend contract 2" in row["reason"], row
+    assert "implements contract 1" in row["reason"], row
+    assert "cubecl-fixture-othercontract" in row["reason"], row
+    assert rows["fixture"]["status"] == "ok"
+    done = run_python(site, ["-m", "cubecl_server.cli", "backends"])
+    assert "incompatible (built for backend contract 2" in done.stdout, done.stdout
+    refused = run_script(site, """
+        import json
+        import cubecl_server
+        from cubecl_server.errors import BackendUnavailable
+        try:
+            cubecl_server.client("othercontract")
+        except BackendUnavailable as e:
+            print(json.dumps(str(e)))
+    """)
+    assert "'othercontract' is incompatible: built for backend contract 2" in refused
+
+
+def test_a_plugin_older_than_the_contract_version_is_broken_naming_it(tmp_path: Path) -> None:
+    rows = list_backends(make_site(tmp_path, {"good": GOOD, "nocontract": NOCONTRACT}))
+    assert rows["nocontract"]["status"] == "broken", rows["nocontract"]
+    assert "'contract'" in rows["nocontract"]["reason"], rows["nocontract"]
+    assert rows["fixture"]["status"] == "ok"

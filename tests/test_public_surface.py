@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from cubecl_server.backend import _tiers
+
 ROOT = Path(__file__).parent.parent
 
 ALLOWED = ("cubecl_server.backend", "cubecl_server.ir", "cubecl_server.conformance")
@@ -54,7 +56,9 @@ def _imported(path: Path) -> list[tuple[int, str]]:
 def _violations(path: Path, own: str) -> list[str]:
     """The imports of the core in ``path`` that do not go through the public surface."""
     def allowed(name: str) -> bool:
-        return any(name == a or name.startswith(f"{a}.") for a in (*ALLOWED, own))
+        private = name.startswith("cubecl_server.backend._")  # the tiers' machinery
+        return not private and any(name == a or name.startswith(f"{a}.")
+                                   for a in (*ALLOWED, own))
 
     return [f"{path.relative_to(ROOT)}:{line} imports {name}"
             for line, name in _imported(path)
@@ -74,8 +78,9 @@ def test_the_backends_are_all_found() -> None:
 
 def test_backends_import_the_core_only_through_the_public_surface() -> None:
     bad = [v for path, own in _backend_modules().values() for v in _violations(path, own)]
-    assert not bad, ("backends must import the core through cubecl_server.backend and "
-                     "cubecl_server.ir only (add what they need to cubecl_server/backend.py):"
+    assert not bad, ("backends must import the core through the tiers of "
+                     "cubecl_server.backend and cubecl_server.ir only (add what they need "
+                     "to a tier in cubecl_server/backend/_tiers.py):"
                      "\n" + "\n".join(bad))
 
 
@@ -149,18 +154,57 @@ def _type_checking_imports(path: Path) -> dict[str, str]:
     return out
 
 
-def test_the_backend_surface_resolves_each_name_to_its_own_object() -> None:
-    """Every exported name is the very object of the module it lives in, and the
-    imports type checkers read say the same as the table it is loaded from."""
-    import cubecl_server.backend as surface
+def _tier_path(tier: str) -> Path:
+    """The source file of the tier module ``tier``."""
+    parts = tier.split(".")
+    return ROOT.joinpath(*parts, "__init__.py") if tier == "cubecl_server.backend" else (
+        ROOT.joinpath(*parts).with_suffix(".py"))
 
-    homes = _type_checking_imports(ROOT / "cubecl_server" / "backend.py")
-    assert homes == surface._MODULE_OF
-    assert sorted(homes) == sorted(surface.__all__) == dir(surface)
-    for name, module in homes.items():
-        assert getattr(surface, name) is getattr(importlib.import_module(module), name), name
+
+def test_each_tier_resolves_each_name_to_its_own_object() -> None:
+    """Every name a tier exports is the very object of the module it lives in, and the
+    imports type checkers read and the tier's literal ``__all__`` say the same as the
+    table it is loaded from."""
+    for tier in _tiers.TIERS:
+        surface = importlib.import_module(tier)
+        homes = _type_checking_imports(_tier_path(tier))
+        assert homes == _tiers.homes(tier), tier
+        assert surface.__all__ == _tiers.exports(tier), tier
+        assert sorted(homes) == dir(surface), tier
+        for name, module in homes.items():
+            assert getattr(surface, name) is getattr(importlib.import_module(module),
+                                                     name), name
     with pytest.raises(AttributeError, match="NotAName"):
-        surface.NotAName  # noqa: B018
+        importlib.import_module("cubecl_server.backend").NotAName  # noqa: B018
+
+
+def test_each_name_has_one_tier_and_the_first_tier_is_small() -> None:
+    everywhere = [n for tier in _tiers.TIERS for n in _tiers.exports(tier)]
+    assert len(everywhere) == len(set(everywhere)), sorted(
+        n for n in everywhere if everywhere.count(n) > 1)
+    assert len(_tiers.exports("cubecl_server.backend")) <= 20
+    # A name asked of the wrong tier says which tier has it.
+    with pytest.raises(AttributeError, match=r"cubecl_server\.backend\.lowering"):
+        importlib.import_module("cubecl_server.backend").Native  # noqa: B018
+
+
+def test_the_guide_lists_the_tiers_as_the_table_says() -> None:
+    """``docs/writing-a-backend.md`` holds the table the tiers are generated from, word
+    for word: a name moved between tiers moves in the guide too."""
+    guide = (ROOT / "docs" / "writing-a-backend.md").read_text()
+    assert _tiers.guide_table() in guide, (
+        "the tier table of docs/writing-a-backend.md (section 2) is stale; replace it with "
+        "the output of: python -c 'from cubecl_server.backend import _tiers; "
+        "print(_tiers.guide_table())'")
+
+
+def test_the_example_backend_imports_only_the_first_tier() -> None:
+    package = ROOT / "examples" / "cubecl-example" / "cubecl_example"
+    core = [(p.name, name) for p in package.rglob("*.py") for _, name in _imported(p)
+            if name.startswith("cubecl_server.") and not name.startswith("cubecl_server.ir")
+            and not name.startswith("cubecl_server.conformance")]
+    assert core and all(name.rsplit(".", 1)[0] == "cubecl_server.backend"
+                        for _, name in core), core
 
 
 def test_registering_a_backend_imports_no_compile_path() -> None:
@@ -180,3 +224,25 @@ def test_registering_a_backend_imports_no_compile_path() -> None:
         ["cubecl_server", "runtime"])]
     assert not heavy, heavy
     assert "cubecl_server.plugins.descriptor" in loaded
+
+
+def test_the_guide_gives_the_whole_capabilities_signature() -> None:
+    """Every field of ``Capabilities``, in order, with its default, as the guide's
+    ``Capabilities(...)`` block writes it."""
+    import dataclasses
+    import re
+
+    from cubecl_server.device import Capabilities
+
+    parts = []
+    for f in dataclasses.fields(Capabilities):
+        if f.default is not dataclasses.MISSING:
+            parts.append(f"{f.name}={f.default!r}")
+        elif f.default_factory is not dataclasses.MISSING:
+            parts.append(f"{f.name}={f.default_factory()!r}")
+        else:
+            parts.append(f.name)
+    guide = (ROOT / "docs" / "writing-a-backend.md").read_text()
+    found = re.search(r"```python\nCapabilities\((.*?)\)\n```", guide, re.S)
+    assert found, "the guide has no ```python Capabilities(...)``` block"
+    assert re.sub(r"\s+", " ", found.group(1)) == ", ".join(parts)

@@ -20,7 +20,9 @@ def add_backends_command(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "backends", help="list installed backends, their status and devices",
         description="List every backend the installed plugins provide, whether it can "
-                    "run here and on which devices, and every plugin that is broken; `*` "
+                    "run here and on which devices, every backend built for another "
+                    "backend contract version (incompatible) and every plugin that is "
+                    "broken; `*` "
                     "marks the selected one (CUBECL_BACKEND, else `backend` in "
                     "cubecl.toml, else cpu). "
                     f"Exits 0 even with broken plugins, unless {ENV_STRICT}=1.")
@@ -71,5 +73,6 @@ def run_backends(args: argparse.Namespace) -> int:
 
 def _is_selected(name: str, status: str, selected: str) -> bool:
     """Whether the row of backend ``name`` is the one a client uses by default (a broken
-    plugin's row names the plugin, not a backend)."""
-    return name == selected and status != "broken"
+    plugin's row names the plugin, not a backend; an incompatible backend is never
+    used)."""
+    return name == selected and status not in ("broken", "incompatible")

@@ -4,12 +4,16 @@ installed backend."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import subprocess
 import sys
 
 from cubecl_server.cli.table import Subparsers
 
-__all__ = ["add_conformance_command", "run_conformance_command"]
+__all__ = ["INSTALL_HINT", "add_conformance_command", "run_conformance_command"]
+
+INSTALL_HINT = "pip install 'cubecl-server[conformance]'"
+"""What installs what the suite runs on (pytest)."""
 
 
 def add_conformance_command(subparsers: Subparsers) -> None:
@@ -29,7 +33,12 @@ def add_conformance_command(subparsers: Subparsers) -> None:
 
 
 def run_conformance_command(args: argparse.Namespace) -> int:
-    """Run the suite with pytest in a fresh process; its exit status."""
+    """Run the suite with pytest in a fresh process; its exit status (2 without
+    pytest, saying what to install)."""
+    if importlib.util.find_spec("pytest") is None:
+        print("error: the conformance suite runs on pytest, which is not installed here; "
+              f"install it with: {INSTALL_HINT}", file=sys.stderr)
+        return 2
     from cubecl_server.conformance.runner import suite_args
 
     # A fresh process: this one has imported the suite's plugin already, and pytest

@@ -6,8 +6,10 @@ imports the other.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
+from cubecl_server.errors import ArtifactRejected
 from cubecl_server.persistence.codec import HeaderValue
 
 __all__ = ["Artifact"]
@@ -27,3 +29,21 @@ class Artifact:
     kind: str
     payload: bytes
     header: dict[str, HeaderValue] = field(default_factory=dict)
+
+    @classmethod
+    def sealed(cls, kind: str, payload: bytes, header: dict[str, HeaderValue]) -> Artifact:
+        """An artifact of ``kind`` whose header also records its payload's SHA-256
+        (``sha256``), for :meth:`opened` to check at load: a driver may accept some
+        damaged binaries and fail later, or crash, so a load checks the bytes first."""
+        return cls(kind, payload, {**header, "sha256": hashlib.sha256(payload).hexdigest()})
+
+    def opened(self, kind: str) -> dict[str, HeaderValue]:
+        """The header of this artifact, once it is of ``kind`` and its payload is the one
+        :meth:`sealed` recorded; ``ArtifactRejected`` otherwise (the loader then purges
+        it and compiles again)."""
+        if self.kind != kind:
+            raise ArtifactRejected(f"not a {kind} artifact (kind {self.kind!r})")
+        if self.header.get("sha256") != hashlib.sha256(self.payload).hexdigest():
+            raise ArtifactRejected(f"the {kind} artifact's bytes do not match the SHA-256 "
+                                   "its header records")
+        return self.header

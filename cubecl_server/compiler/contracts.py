@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Artifact", "ArtifactOf", "VariantOf", "Compiler", "ArtifactCompiler",
-    "CompilationTarget",
+    "CompilationTarget", "LoweringArtifactCompiler",
 ]
 
 
@@ -105,3 +105,24 @@ class CompilationTarget(Protocol):
         it from the store and compiles again).
         """
         ...
+
+
+class LoweringArtifactCompiler:
+    """The half of an ArtifactCompiler every backend repeats, to subclass: it keeps the
+    Compiler and the variant it is given, names its artifacts by the variant and lowers
+    with the Compiler; a subclass writes ``source`` and ``finalize``, and overrides
+    ``lower`` (calling this one) to refuse what its device cannot run."""
+
+    def __init__(self, compiler: Compiler, variant: str) -> None:
+        self.compiler = compiler
+        self._variant = variant
+
+    @property
+    def variant(self) -> str:
+        """What the artifacts are built for, as the subclass named it."""
+        return self._variant
+
+    def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
+              recording: CompilationRecording) -> CompiledKernel:
+        """The Compiler's lowering of ``kernel``."""
+        return self.compiler.compile(kernel, cube_dim, mode)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOOKS_GROUP", "SUITE_DIR", "SMOKE_MODULE", "Subject", "subject", "missing_capability",
-    "kernel_needs",
+    "elem_need", "kernel_needs", "param_needs",
     "cubecl_backend", "cubecl_subject", "cubecl_isolated", "cubecl_client", "cubecl_seed",
     "cubecl_rng",
 ]
@@ -155,6 +155,34 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
     raise ValueError(f"unknown capability {need!r} in a requires marker")
 
 
+def elem_need(elem: ir.Elem) -> str | None:
+    """The capability (a name :func:`missing_capability` takes) that values of ``elem``
+    need, or None for the types every device has (f32, i32, u32, bool)."""
+    from cubecl_server.ir import Elem
+
+    if elem in (Elem.F64, Elem.F16):
+        return elem.value
+    if elem in (Elem.I64, Elem.U64):
+        return "int64"
+    return f"int{elem.bits}" if elem.is_narrow else None
+
+
+def param_needs(item: pytest.Item) -> list[str]:
+    """The capabilities the element types among a test's parameters need: a test
+    parametrized by an element type skips where the device lacks it, with no marker to
+    forget (``i8`` needs ``int8``, ``f64`` needs ``f64``)."""
+    from cubecl_server.ir import Elem
+
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return []
+    elems: list[Elem] = []
+    for value in callspec.params.values():
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        elems += [v for v in values if isinstance(v, Elem)]
+    return sorted({need for e in elems if (need := elem_need(e)) is not None})
+
+
 def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
     """The capabilities (names as :func:`missing_capability` takes them) a device needs
     to compile and run ``kernel`` in cubes of ``cube_dim``: read from its IR, so a test
@@ -163,11 +191,7 @@ def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
     from cubecl_server.validation import shared_memory_bytes, uses_barrier
 
     needs = [f"cube_dim:{cube_dim.total}"]
-    elems = kernel.elems
-    needs += [e.value for e in (_ir.Elem.F64, _ir.Elem.F16) if e in elems]
-    if elems & {_ir.Elem.I64, _ir.Elem.U64}:
-        needs.append("int64")
-    needs += sorted({f"int{e.bits}" for e in elems if e.is_narrow})
+    needs += sorted({need for e in kernel.elems if (need := elem_need(e)) is not None})
     if kernel.shared:
         needs.append(f"shared_memory:{shared_memory_bytes(kernel)}")
     needs += sorted({f"line:{p.line}" for p in kernel.params if p.line > 1})
@@ -377,6 +401,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     "fail the same way; fix that failure (above) first")
     caps = subj.capabilities
     needs = [str(n) for m in item.iter_markers("requires") for n in m.args]
+    needs += param_needs(item)
     if any(n.startswith("shared_memory:") for n in needs):
         # Every shared-memory kernel of the suite meets its cube at barriers.
         needs.append("barrier")

@@ -13,7 +13,7 @@
   shapes, strides, the cube count), and :func:`fold_count` for a cube count past a
   per-axis dispatch limit.
 
-Backend authors import these from :mod:`cubecl_server.backend`.
+Backend authors import these from :mod:`cubecl_server.backend.lowering`.
 """
 
 from cubecl_server.lowering.cfamily import UNSIGNED, ArrayRef, CDialect, CEmitter, StandardC

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["InfoEntry", "InfoLayout", "InfoWords", "fold_count"]
 
-_KINDS = ("scalar", "count", "len", "shape", "stride", "buffer_len", "rank")
+_KINDS = ("scalar", "count", "len", "shape", "stride", "buffer_len", "rank", "offset")
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,10 @@ class InfoEntry:
     """One value of the info words: ``kind`` is ``scalar`` (scalar parameter ``index``,
     ``words`` long), ``count`` (the cube count, 3 words), or ``len``, ``buffer_len``,
     ``rank``, ``shape``, ``stride`` (of array parameter ``index``, along ``dim``; one
-    word: ``lowering.metadata_kind``)."""
+    word: ``lowering.metadata_kind``), or ``offset``: where array parameter ``index``
+    starts in its storage resource, in elements - for a target that binds whole
+    resources (WebGPU without dynamic offsets) and adds it to every index, so that
+    sub-allocations and views need no binding at a byte offset."""
 
     kind: str
     index: int
@@ -79,8 +82,8 @@ class InfoLayout:
     def pack(self, out: np.ndarray, at: int, count: CubeCount, arrays: Sequence[Binding],
              scalars: Sequence[np.generic]) -> None:
         """Write one launch's words into ``out`` (``uint32``) from word ``at``: the
-        scalars' bits, the arrays' lengths, buffer lengths, ranks, extents and strides
-        (1 past an array's rank), and the cube count."""
+        scalars' bits, the arrays' lengths, buffer lengths, ranks, extents, strides
+        (1 past an array's rank) and element offsets, and the cube count."""
         word = at
         for e in self.entries:
             if e.kind == "count":
@@ -96,6 +99,9 @@ class InfoLayout:
                     value = b.buffer_len
                 elif e.kind == "rank":
                     value = len(b.shape)
+                elif e.kind == "offset":
+                    # Sub-allocations and views start at a multiple of their element.
+                    value = b.offset // (b.elem.bits // 8)
                 elif e.dim >= len(b.shape):
                     value = 1
                 elif e.kind == "shape":

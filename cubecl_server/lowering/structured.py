@@ -156,6 +156,14 @@ class StructuredEmitter:
                 f"({self.mode.value}, cube dim {x}x{y}x{z}).")
 
     @property
+    def atomic_arrays(self) -> frozenset[str]:
+        """The arrays (parameters and shared) an atomic of the core IR acts on: what a
+        target whose atomics need an atomic type (WGSL's ``array<atomic<u32>>``) declares
+        so, and whose plain loads and stores it then writes as atomic ones."""
+        return frozenset(s.array for s in ir.walk(self.kernel.body)
+                         if isinstance(s, ir.AtomicStmt))
+
+    @property
     def shared_bytes(self) -> int:
         """Bytes of cube-local memory the kernel's shared arrays take (bool: one each)."""
         return sum(sh.size * (sh.elem.bits // 8) for sh in self.kernel.shared)

@@ -13,7 +13,15 @@ if TYPE_CHECKING:
     from cubecl_server.device import Capabilities, DeviceInfo
     from cubecl_server.server import ComputeServer
 
-__all__ = ["Runtime", "BackendDescriptor"]
+__all__ = ["CONTRACT_VERSION", "Runtime", "BackendDescriptor"]
+
+CONTRACT_VERSION = 1
+"""The version of the backend contract this core implements (the descriptor, the
+contracts of ``cubecl_server.backend`` and what the core hands them). A plugin states
+the version it was built for in ``BackendDescriptor.contract``; one built for another
+is listed by ``cubecl-server backends`` as incompatible, with the reason, and never
+reaches a launch. It changes only when a change to the contract would break a plugin
+written against the previous one."""
 
 
 class Runtime(Protocol):
@@ -47,6 +55,10 @@ class BackendDescriptor:
 
     name: str
     """The backend's name: what ``cubecl_server.client(name)`` selects."""
+    contract: int
+    """The version of the backend contract the plugin was built for, as a literal
+    (``contract=1``); a core implementing another (``CONTRACT_VERSION``) lists the
+    backend as incompatible instead of running it."""
     package: str
     """The import package whose source files (with its distribution's version) make
     up the backend's half of the build id: a change to them gives new cache keys."""

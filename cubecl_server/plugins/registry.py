@@ -37,7 +37,7 @@ from cubecl_server.device import Capabilities
 from cubecl_server.errors import BackendNotFound, BackendUnavailable, PluginError
 from cubecl_server.logging import logger
 from cubecl_server.plugins import hookspecs, owner
-from cubecl_server.plugins.descriptor import BackendDescriptor
+from cubecl_server.plugins.descriptor import CONTRACT_VERSION, BackendDescriptor
 
 __all__ = [
     "BUILTIN_PLUGINS", "ENV_ALLOW", "ENV_BLOCK", "ENV_STRICT", "OWNER_PLUGIN",
@@ -87,14 +87,16 @@ class BackendStatus:
     """One row of the backend listing: a backend and whether it can run here.
 
     ``status`` is ``"ok"`` (``devices`` lists them), ``"unavailable"`` (installed,
-    but its runtime reports no device or fails; ``reason`` says why) or
-    ``"broken"`` (a broken plugin: ``name`` is the plugin's, ``reason`` its error).
+    but its runtime reports no device or fails; ``reason`` says why),
+    ``"incompatible"`` (built for another backend contract version; ``reason`` says
+    which, and what to install) or ``"broken"`` (a broken plugin: ``name`` is the
+    plugin's, ``reason`` its error).
     """
 
     name: str
     distribution: str
     version: str
-    status: Literal["ok", "broken", "unavailable"]
+    status: Literal["ok", "broken", "unavailable", "incompatible"]
     reason: str = ""
     devices: list[str] = field(default_factory=list)
 
@@ -137,6 +139,8 @@ class _Discovery:
     origins: dict[str, _Origin] = field(default_factory=dict)
     descriptors: dict[str, tuple[BackendDescriptor, _Origin]] = field(default_factory=dict)
     broken: list[BrokenPlugin] = field(default_factory=list)
+    incompatible: dict[str, tuple[str, _Origin]] = field(default_factory=dict)
+    """Backends built for another contract version: why, and whose they are."""
 
     def mark_broken(self, origin: _Origin, exc: BaseException) -> None:
         self.broken.append(BrokenPlugin(
@@ -204,6 +208,9 @@ class PluginRegistry:
                     raise
         rows = [_status(descriptor, origin)
                 for _, (descriptor, origin) in sorted(found.descriptors.items())]
+        rows += [BackendStatus(name, origin.distribution, origin.version, "incompatible",
+                               reason) for name, (reason, origin)
+                 in sorted(found.incompatible.items())]
         rows.extend(BackendStatus(b.name, b.distribution, b.version, "broken", b.error)
                     for b in found.broken)
         return rows
@@ -214,6 +221,9 @@ class PluginRegistry:
         entry = found.descriptors.get(name)
         if entry is not None:
             return entry[0]
+        if name in found.incompatible:
+            raise BackendUnavailable(f"backend {name!r} is incompatible: "
+                                     f"{found.incompatible[name][0]}")
         available = ", ".join(sorted(found.descriptors)) or "none"
         message = f"no backend {name!r}; available: {available}"
         if found.broken:
@@ -423,12 +433,23 @@ def _collect_backends(found: _Discovery) -> None:
             found.mark_broken(origin, exc)
             continue
         for descriptor in descriptors:
+            if descriptor.contract != CONTRACT_VERSION:
+                found.incompatible[descriptor.name] = (_incompatibility(descriptor, origin),
+                                                       origin)
+                continue
             taken = found.descriptors.get(descriptor.name)
             if taken is not None:
                 found.mark_broken(origin, PluginError(
                     f"backend {descriptor.name!r} already provided by plugin {taken[1]}"))
                 continue
             found.descriptors[descriptor.name] = (descriptor, origin)
+
+
+def _incompatibility(descriptor: BackendDescriptor, origin: _Origin) -> str:
+    """Why a backend built for another contract version is not run, and what to do."""
+    return (f"built for backend contract {descriptor.contract}, but cubecl-server "
+            f"{cubecl_server.__version__} implements contract {CONTRACT_VERSION}: install "
+            f"a version of {origin.distribution} built for contract {CONTRACT_VERSION}")
 
 
 def _status(descriptor: BackendDescriptor, origin: _Origin) -> BackendStatus:

@@ -26,6 +26,6 @@ def _explode(*parts: Any) -> Any:
 
 @hookimpl
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
-    return [BackendDescriptor(name="badfactory", package=__name__, runtime=BadRuntime,
+    return [BackendDescriptor(contract=1, name="badfactory", package=__name__, runtime=BadRuntime,
                               compiler=_explode, artifact_compiler=_explode,
                               target=_explode)]

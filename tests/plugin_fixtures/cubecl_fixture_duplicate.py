@@ -35,7 +35,7 @@ def _never(*parts: Any) -> Any:
 
 @hookimpl
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
-    return [BackendDescriptor(name=name, package=__name__, runtime=OwnRuntime,
+    return [BackendDescriptor(contract=1, name=name, package=__name__, runtime=OwnRuntime,
                               compiler=lambda capabilities: OwnCompiler(),
                               artifact_compiler=_never, target=_never)
             for name in ("fixture", "fixture_own")]

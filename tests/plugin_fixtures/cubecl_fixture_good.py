@@ -10,9 +10,9 @@ from cubecl_server.backend import (
     BackendUnavailable,
     DeviceInfo,
     DeviceKind,
-    StoreNames,
     hookimpl,
 )
+from cubecl_server.backend.compiling import StoreNames
 
 
 class FixtureRuntime:
@@ -62,7 +62,7 @@ def _never(*parts: Any) -> Any:
 @hookimpl
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
     return [
-        BackendDescriptor(name=runtime.name, package=__name__, runtime=runtime,
+        BackendDescriptor(contract=1, name=runtime.name, package=__name__, runtime=runtime,
                           compiler=lambda capabilities: FixtureCompiler(),
                           artifact_compiler=_never, target=_never,
                           store_names=StoreNames(f"{runtime.name}-kernels",

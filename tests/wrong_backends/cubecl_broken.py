@@ -7,13 +7,8 @@ from __future__ import annotations
 from cubecl_wrong_common import cpu_descriptor
 
 from cubecl_server import ir
-from cubecl_server.backend import (
-    BackendDescriptor,
-    CompiledKernel,
-    CubeDim,
-    ExecutionMode,
-    hookimpl,
-)
+from cubecl_server.backend import BackendDescriptor, CompiledKernel, CubeDim, hookimpl
+from cubecl_server.backend.compiling import ExecutionMode
 from cubecl_server.backends.cpu.compiler import CpuCompiler
 
 NAME = "broken"

@@ -1,5 +1,6 @@
-"""Backend ``limited``: the cpu backend, declaring less than it has - no 64-bit
-integers, and at most 65,535 cubes along each axis (WebGPU's and core WGSL's limits).
+"""Backend ``limited``: the cpu backend, declaring less than it has - no 8-, 16- or
+64-bit integers, and at most 65,535 cubes along each axis (WebGPU's and core WGSL's
+types and limits).
 
 Not wrong: the suite must pass on it, skipping what needs the capabilities it lacks
 and naming them, with no expected failure declared."""
@@ -19,6 +20,7 @@ class LimitedServer(NamedServer):
     """The cpu server with the limited capabilities."""
 
     capabilities = dataclasses.replace(NamedServer.capabilities, int64=False,
+                                       int8=False, int16=False,
                                        max_cube_count=(65535, 65535, 65535))
 
     def __init__(self, device: DeviceInfo) -> None:

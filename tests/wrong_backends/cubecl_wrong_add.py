@@ -8,13 +8,8 @@ from typing import Any
 from cubecl_wrong_common import cpu_descriptor
 
 from cubecl_server import ir
-from cubecl_server.backend import (
-    BackendDescriptor,
-    CompiledKernel,
-    CubeDim,
-    ExecutionMode,
-    hookimpl,
-)
+from cubecl_server.backend import BackendDescriptor, CompiledKernel, CubeDim, hookimpl
+from cubecl_server.backend.compiling import ExecutionMode
 from cubecl_server.backends.cpu.compiler import CpuCompiler
 
 NAME = "wrong_add"

@@ -10,14 +10,13 @@ from typing import Any
 
 from cubecl_server import ir
 from cubecl_server.backend import (
-    ArtifactStore,
     BackendDescriptor,
     CompiledKernel,
     Compiler,
     ComputeServer,
     CubeDim,
-    ExecutionMode,
 )
+from cubecl_server.backend.compiling import ArtifactStore, ExecutionMode
 from cubecl_server.backends.cpu.artifact import CpuArtifactCompiler, CpuTarget
 from cubecl_server.backends.cpu.compiler import CpuCompiler
 from cubecl_server.backends.cpu.server import CpuRuntime, CpuServer
@@ -51,7 +50,7 @@ def cpu_descriptor(name: str, *, compiler: Callable[[], Compiler] = CpuCompiler,
     def artifact_compiler(c: Compiler, server: ComputeServer) -> CpuArtifactCompiler:
         return CpuArtifactCompiler(c)
 
-    return BackendDescriptor(name=name, package=f"cubecl_{name}",
+    return BackendDescriptor(contract=1, name=name, package=f"cubecl_{name}",
                              runtime=lambda: NamedRuntime(name),
                              compiler=lambda capabilities: compiler(),
                              artifact_compiler=artifact_compiler,

@@ -6,13 +6,8 @@ from typing import Any
 
 from cubecl_wrong_common import cpu_descriptor
 
-from cubecl_server.backend import (
-    Artifact,
-    ArtifactStore,
-    BackendDescriptor,
-    KernelCacheKey,
-    hookimpl,
-)
+from cubecl_server.backend import Artifact, BackendDescriptor, hookimpl
+from cubecl_server.backend.compiling import ArtifactStore, KernelCacheKey
 from cubecl_server.backends.cpu.artifact import CpuTarget
 
 NAME = "wrong_store"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cubecl_server.backend import StoreNames
+from cubecl_server.backend.compiling import StoreNames
 
 __all__ = ["STORE_NAMES"]
 

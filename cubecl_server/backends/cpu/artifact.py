@@ -9,28 +9,23 @@ from __future__ import annotations
 
 import sys
 
-from cubecl_server.backend import (
-    Artifact,
-    ArtifactRejected,
+from cubecl_server.backend import Artifact, CompilationError, CompiledKernel, Compiler
+from cubecl_server.backend.compiling import (
     ArtifactStore,
-    CompilationError,
     CompilationRecording,
-    CompiledKernel,
-    Compiler,
-    CubeDim,
-    ExecutionMode,
+    LoweringArtifactCompiler,
 )
+from cubecl_server.backend.support import ArtifactRejected
 from cubecl_server.backends.cpu import STORE_NAMES
 from cubecl_server.backends.cpu.server import LoadedCpuKernel
 from cubecl_server.backends.cpu.validate import ENTRY_POINT, define_entry, validated_module
-from cubecl_server.ir import Kernel
 
 __all__ = ["CpuArtifactCompiler", "CpuTarget", "STORE_NAMES", "KIND"]
 
 KIND = "py-code"
 
 
-class CpuArtifactCompiler:
+class CpuArtifactCompiler(LoweringArtifactCompiler):
     """Lowers to NumPy source and finalizes it as that source, once validated.
 
     The variant is the interpreter's cache tag (``cpython-311``): the validator
@@ -39,18 +34,7 @@ class CpuArtifactCompiler:
     """
 
     def __init__(self, compiler: Compiler) -> None:
-        self.compiler = compiler
-        self._variant = sys.implementation.cache_tag or sys.implementation.name
-
-    @property
-    def variant(self) -> str:
-        """The interpreter's cache tag."""
-        return self._variant
-
-    def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
-              recording: CompilationRecording) -> CompiledKernel:
-        """IR to NumPy Python source."""
-        return self.compiler.compile(kernel, cube_dim, mode)
+        super().__init__(compiler, sys.implementation.cache_tag or sys.implementation.name)
 
     def source(self, compiled: CompiledKernel) -> bytes:
         """The generated source decides the artifact entirely: opt in to reuse."""

@@ -76,15 +76,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from cubecl_server import ir
-from cubecl_server.backend import (
-    ALL_BUILTINS,
-    CompiledKernel,
-    CubeDim,
-    ExecutionMode,
-    Native,
-    StructuredEmitter,
-    metadata_kind,
-)
+from cubecl_server.backend import CompiledKernel, CubeDim
+from cubecl_server.backend.compiling import ExecutionMode
+from cubecl_server.backend.lowering import ALL_BUILTINS, Native, StructuredEmitter, metadata_kind
 
 __all__ = ["PLANE_SIZE", "CpuCompiler", "NATIVE"]
 

@@ -12,7 +12,8 @@ from cubecl_server.backend import BackendDescriptor, hookimpl
 from cubecl_server.backends.cpu import STORE_NAMES
 
 if TYPE_CHECKING:
-    from cubecl_server.backend import ArtifactStore, Capabilities, Compiler, ComputeServer
+    from cubecl_server.backend import Capabilities, Compiler, ComputeServer
+    from cubecl_server.backend.compiling import ArtifactStore
     from cubecl_server.backends.cpu.artifact import CpuArtifactCompiler, CpuTarget
     from cubecl_server.backends.cpu.compiler import CpuCompiler
     from cubecl_server.backends.cpu.server import CpuRuntime
@@ -52,6 +53,6 @@ def _target(server: ComputeServer, store: ArtifactStore | None) -> CpuTarget:
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
     """The built-in ``cpu`` backend: IR to NumPy source, validated and run on the host."""
     return [BackendDescriptor(
-        name="cpu", package="cubecl_server", runtime=_runtime, compiler=_compiler,
+        contract=1, name="cpu", package="cubecl_server", runtime=_runtime, compiler=_compiler,
         artifact_compiler=_artifact_compiler, target=_target, store_names=STORE_NAMES,
     )]

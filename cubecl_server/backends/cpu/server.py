@@ -8,18 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cubecl_server.backend import (
-    MAX_UNITS,
-    Binding,
-    BytesStorage,
-    Capabilities,
-    CompletedEvent,
-    CubeCount,
-    CubeDim,
-    DeviceEvent,
-    DeviceInfo,
-    DeviceKind,
-)
+from cubecl_server.backend import Binding, Capabilities, CubeCount, CubeDim, DeviceInfo, DeviceKind
+from cubecl_server.backend.features import CompletedEvent, DeviceEvent
+from cubecl_server.backend.support import MAX_UNITS, BytesStorage
 from cubecl_server.backends.cpu.support import QuietRun, quiet_context
 from cubecl_server.ir import Elem
 

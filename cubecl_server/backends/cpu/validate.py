@@ -44,7 +44,7 @@ from typing import NoReturn, cast
 import numpy as np
 
 from cubecl_server import ir
-from cubecl_server.backend import ArtifactRejected
+from cubecl_server.backend.support import ArtifactRejected
 from cubecl_server.backends.cpu import support
 
 __all__ = [

@@ -8,7 +8,6 @@ a barrier passes control to the next unit. A plane is one unit. No f16: GCC 12 c
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import math
 import shutil
 import subprocess
@@ -23,6 +22,9 @@ from typing import Any
 import numpy as np
 
 import cubecl_server.backend as cb
+import cubecl_server.backend.compiling as cp
+import cubecl_server.backend.lowering as lo
+import cubecl_server.backend.support as su
 from cubecl_server import ir
 
 Elem, B, Op = ir.Elem, ir.BuiltinName, ir.AtomicOp
@@ -77,29 +79,29 @@ def toolchain() -> str:
 
 # What the host does here: no f16 (see above), and planes of one unit.
 CAPABILITIES = cb.Capabilities(
-    f64=True, f16=False, int8=True, int16=True, max_cube_count=(cb.MAX_UNITS,) * 3,
+    f64=True, f16=False, int8=True, int16=True, max_cube_count=(su.MAX_UNITS,) * 3,
     atomics=frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32}),
     shared_memory_bytes=65536, max_cube_dim=1024, plane_size=1)
 
 
-class C99(cb.StandardC):
+class C99(lo.StandardC):
     """C99 with ``<ucontext.h>``, and GCC's ``__thread`` and ``__atomic`` builtins."""
 
     barrier = "k_sync(k_u);"
     shared_space = "static __thread "
     # Every atomic is a compare-exchange loop of C99.atomic's, the float ones too.
-    native = replace(cb.StandardC.native, builtins=frozenset(_CUBE), float_atomics=frozenset(Op))
+    native = replace(lo.StandardC.native, builtins=frozenset(_CUBE), float_atomics=frozenset(Op))
 
-    def builtin(self, e: cb.CEmitter, name: ir.BuiltinName) -> str | None:
+    def builtin(self, e: lo.CEmitter, name: ir.BuiltinName) -> str | None:
         """The unit's and the cube's position, the cube count; planes of one unit."""
         x, y, _ = e.dim
         return _CUBE[name].format(x=x, y=y, xy=x * y) if name in _CUBE else None
 
-    def metadata(self, e: cb.CEmitter, kind: str, array: ir.Param, dim: int) -> str:
+    def metadata(self, e: lo.CEmitter, kind: str, array: ir.Param, dim: int) -> str:
         """A launch word, after the count, the parameters and the metadata read before."""
         return f"((uint32_t)k_w[{3 + len(e.kernel.params) + len(e.meta_used)}])"
 
-    def atomic(self, e: cb.CEmitter, op: ir.AtomicOp, array: cb.ArrayRef, element: str,
+    def atomic(self, e: lo.CEmitter, op: ir.AtomicOp, array: lo.ArrayRef, element: str,
                operands: list[str]) -> str:
         """A helper per operation and type: a compare-exchange loop."""
         t, name = array.elem, f"k_atomic_{op.value}_{array.elem.value}"
@@ -111,7 +113,7 @@ class C99(cb.StandardC):
             "__ATOMIC_SEQ_CST, __ATOMIC_RELAXED));", "return old;"]))
         return f"{name}(&{element}, {', '.join(operands)})"
 
-    def plane(self, e: cb.CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
+    def plane(self, e: lo.CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: Elem) -> str:
         """A plane is one unit: its own value (its bit for a ballot, 0 or 1 before it)."""
         own = {"ballot": f"({value} ? 1u : 0u)", "exclusive_sum": "0", "exclusive_prod": "1"}
@@ -119,18 +121,18 @@ class C99(cb.StandardC):
 
     plane_barrier = staticmethod(lambda e: ";")  # a plane is one unit: nothing to wait for
 
-    def head(self, e: cb.CEmitter) -> list[str]:
+    def head(self, e: lo.CEmitter) -> list[str]:
         """The entry point, which runs the cubes: as contexts where units meet at barriers."""
         team = bool(e.shared) or any(isinstance(s, ir.Barrier) for s in ir.walk(e.kernel.body))
         headers = ("stdint", "stdbool", "math", "string", "stdlib", "ucontext")
         return [*(f"#include <{h}.h>" for h in headers),
                 _ENTRY.substitute(n=math.prod(e.dim), team=int(team), entry=f"cubecl_{e.ident}")]
 
-    def signature(self, e: cb.CEmitter) -> str:
+    def signature(self, e: lo.CEmitter) -> str:
         """The function one unit runs, given its index."""
         return "static void k_unit(int k_i)"
 
-    def prologue(self, e: cb.CEmitter) -> None:
+    def prologue(self, e: lo.CEmitter) -> None:
         """The unit and the parameters, from the launch's words."""
         e.line("const uint32_t k_u = (uint32_t)k_i; const uint64_t *const k_w = k_a;")
         for i, p in enumerate(e.arrays.values(), 3):
@@ -147,54 +149,47 @@ class CCompiler:
     extension = "c"
 
     def compile(self, kernel: ir.Kernel, cube_dim: cb.CubeDim,
-                mode: cb.ExecutionMode) -> cb.CompiledKernel:
+                mode: cp.ExecutionMode) -> cb.CompiledKernel:
         """Lower ``kernel`` for cubes of ``cube_dim`` in ``mode``."""
-        e = cb.CEmitter(kernel, cube_dim, mode, C99())
+        e = lo.CEmitter(kernel, cube_dim, mode, C99())
         source, arrays = e.program(), list(e.arrays)
         return cb.CompiledKernel(kernel.name, f"cubecl_{e.ident}", source, self.extension,
                                  [[k, arrays.index(a), d] for k, a, d in e.meta_used], e.kernel)
 
 
-class CArtifactCompiler:
+class CArtifactCompiler(cp.LoweringArtifactCompiler):
     """Lowers with the Compiler it is given; finalizes with ``cc`` to a shared library."""
 
     def __init__(self, compiler: cb.Compiler) -> None:
         # The variant: the C compiler in full, and this artifact format's version.
-        self.compiler, self.variant = compiler, f"{toolchain()} c1"
-
-    def lower(self, kernel: ir.Kernel, cube_dim: cb.CubeDim, mode: cb.ExecutionMode,
-              recording: cb.CompilationRecording) -> cb.CompiledKernel:
-        """IR to C."""
-        return self.compiler.compile(kernel, cube_dim, mode)
+        super().__init__(compiler, f"{toolchain()} c1")
 
     def source(self, compiled: cb.CompiledKernel) -> bytes:
         """The flags and the source decide the library (the variant names ``cc``)."""
         return "\n".join([*FLAGS, compiled.source]).encode()
 
     def finalize(self, compiled: cb.CompiledKernel,
-                 recording: cb.CompilationRecording) -> cb.Artifact:
-        """The library; its SHA-256, entry point and metadata layout in the header."""
+                 recording: cp.CompilationRecording) -> cb.Artifact:
+        """The library, sealed with its SHA-256; its entry point and metadata layout."""
         with tempfile.TemporaryDirectory() as d:
             run = _cc(*FLAGS, "-x", "c", "-", "-o", f"{d}/k.so", "-lm", source=compiled.source)
             if run.returncode:
                 raise cb.CompilationError(f"cc exited with {run.returncode}",
                                           kernel=compiled.name, backend="c", log=run.stderr)
             lib = Path(d, "k.so").read_bytes()
-        return cb.Artifact(KIND, lib, {"entry_point": compiled.entry_point, "meta": compiled.repr,
-                                       "sha256": hashlib.sha256(lib).hexdigest()})
+        return cb.Artifact.sealed(KIND, lib, {"entry_point": compiled.entry_point,
+                                              "meta": compiled.repr})
 
 
 class CTarget:
     """Loads shared libraries; its store is the one the core opened for it."""
 
-    def __init__(self, store: cb.ArtifactStore | None) -> None:
+    def __init__(self, store: cp.ArtifactStore | None) -> None:
         self.store = store
 
     def load(self, artifact: cb.Artifact) -> tuple[Any, Any]:
         """The entry point and the metadata layout, once the bytes match their SHA-256."""
-        h = artifact.header
-        if artifact.kind != KIND or h.get("sha256") != hashlib.sha256(artifact.payload).hexdigest():
-            raise cb.ArtifactRejected("not a c library, or not the one its SHA-256 names")
+        h = artifact.opened(KIND)
         with tempfile.TemporaryDirectory() as d:  # private; the library stays mapped
             Path(d, "k.so").write_bytes(artifact.payload)
             return getattr(ctypes.CDLL(f"{d}/k.so"), str(h["entry_point"])), h["meta"]
@@ -210,7 +205,7 @@ class CServer:
     backend = "c"
 
     def __init__(self, device: cb.DeviceInfo) -> None:
-        self.device, self.storage, self.capabilities = device, cb.BytesStorage(), CAPABILITIES
+        self.device, self.storage, self.capabilities = device, su.BytesStorage(), CAPABILITIES
 
     def read(self, binding: cb.Binding) -> np.ndarray:
         """A copy of the binding's elements."""
@@ -254,7 +249,7 @@ class CRuntime:
 def cubecl_server_register_backends() -> list[cb.BackendDescriptor]:
     """The ``c`` backend."""
     return [cb.BackendDescriptor(
-        name="c", package="cubecl_c", runtime=CRuntime,
+        contract=1, name="c", package="cubecl_c", runtime=CRuntime,
         compiler=lambda capabilities: CCompiler(),
         artifact_compiler=lambda compiler, server: CArtifactCompiler(compiler),
         target=lambda server, store: CTarget(store))]

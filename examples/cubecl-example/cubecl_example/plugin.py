@@ -8,12 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cubecl_server.backend import (
-    BackendDescriptor,
-    backend_compiler,
-    backend_descriptor,
-    hookimpl,
-)
+from cubecl_server.backend import BackendDescriptor, backend_descriptor, hookimpl
 
 if TYPE_CHECKING:
     from cubecl_example.runtime import ExampleRuntime
@@ -32,8 +27,8 @@ def cubecl_server_register_backends() -> list[BackendDescriptor]:
     backend's compile path (NumPy source, stored as the artifact and validated before
     it runs) under a store of its own."""
     return [BackendDescriptor(
-        name="example", package="cubecl_example", runtime=_runtime,
-        compiler=lambda capabilities: backend_compiler("cpu", capabilities),
+        contract=1, name="example", package="cubecl_example", runtime=_runtime,
+        compiler=lambda capabilities: backend_descriptor("cpu").compiler(capabilities),
         artifact_compiler=lambda compiler, server:
             backend_descriptor("cpu").artifact_compiler(compiler, server),
         target=lambda server, store: backend_descriptor("cpu").target(server, store),

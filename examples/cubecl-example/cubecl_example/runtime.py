@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -14,7 +13,7 @@ from cubecl_server.backend import (
     CubeDim,
     DeviceInfo,
     DeviceKind,
-    StorageId,
+    ResourceStorage,
 )
 from cubecl_server.ir import Elem
 
@@ -29,28 +28,16 @@ skips those tests and says why."""
 LoadedKernel = Callable[..., None]
 
 
-class BytearrayStorage:
-    """Whole allocations as ``bytearray`` objects, named by StorageId."""
-
-    alignment = 256
+class BytearrayStorage(ResourceStorage[bytearray]):
+    """Whole allocations as ``bytearray`` objects; the core's ResourceStorage keeps the
+    ids and sizes."""
 
     def __init__(self) -> None:
-        self._buffers: dict[int, bytearray] = {}
-        self._ids = itertools.count(1)
+        super().__init__(alignment=256)
 
-    def alloc(self, size: int) -> StorageId:
-        """Allocate ``size`` zeroed bytes."""
-        id = StorageId(next(self._ids))
-        self._buffers[id] = bytearray(size)
-        return id
-
-    def dealloc(self, id: StorageId) -> None:
-        """Free an allocation."""
-        del self._buffers[id]
-
-    def resource(self, id: StorageId) -> bytearray:
-        """The bytearray of an allocation."""
-        return self._buffers[id]
+    def create(self, size: int) -> bytearray:
+        """``size`` zeroed bytes."""
+        return bytearray(size)
 
 
 def _view(b: Binding) -> np.ndarray:

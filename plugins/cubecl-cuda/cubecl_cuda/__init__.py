@@ -14,10 +14,10 @@ every process, which must not pay for NVRTC's bindings or the lowering unless th
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from cubecl_server.backend import StoreNames
+from cubecl_server.backend.compiling import StoreNames
+from cubecl_server.backend.support import lazy_attributes
 
 if TYPE_CHECKING:
     from cubecl_cuda.artifact import (
@@ -44,7 +44,7 @@ BACKEND = "cuda"
 STORE_NAMES = StoreNames(kernels="cuda-cubin", sources="cuda-source")
 """The names of the cuda store's two maps: cubin and PTX by kernel, and by source."""
 
-_MODULE_OF = {
+__getattr__, __dir__ = lazy_attributes(__name__, {
     "ENV_ARCH": "cubecl_cuda.artifact",
     "CompileOnlyTarget": "cubecl_cuda.artifact",
     "CudaArtifactCompiler": "cubecl_cuda.artifact",
@@ -53,19 +53,4 @@ _MODULE_OF = {
     "compile_only_capabilities": "cubecl_cuda.capabilities",
     "CompileOnlyServer": "cubecl_cuda.compile_only",
     "CudaCompiler": "cubecl_cuda.compiler",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        # AttributeError, not ImportError: `from cubecl_cuda import nvrtc` then
-        # imports the submodule.
-        raise AttributeError(f"module 'cubecl_cuda' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+})

@@ -31,16 +31,16 @@ from cubecl_cuda import STORE_NAMES, nvrtc
 from cubecl_cuda.compiler import CudaCompiler, KernelRepr, Param
 from cubecl_server.backend import (
     Artifact,
-    ArtifactRejected,
-    ArtifactStore,
     BackendUnavailable,
     CompilationError,
-    CompilationRecording,
     CompiledKernel,
-    CubeDim,
-    ExecutionMode,
 )
-from cubecl_server.ir import Kernel
+from cubecl_server.backend.compiling import (
+    ArtifactStore,
+    CompilationRecording,
+    LoweringArtifactCompiler,
+)
+from cubecl_server.backend.support import ArtifactRejected
 
 if TYPE_CHECKING:
     from cubecl_cuda.server import CudaServer
@@ -100,12 +100,13 @@ def split_payload(artifact: Artifact) -> tuple[bytes, bytes]:
     return artifact.payload[:cubin_size], artifact.payload[cubin_size:]
 
 
-class CudaArtifactCompiler:
+class CudaArtifactCompiler(LoweringArtifactCompiler):
     """Lowers to CUDA C++ and finalizes it with NVRTC into a cubin (and PTX) for one
-    architecture. Safe to use from any thread (each compile is its own program)."""
+    architecture. Safe to use from any thread (each compile is its own program).
+
+    The variant is the architecture and the NVRTC version, e.g. ``sm_90-nvrtc13.5``."""
 
     def __init__(self, compiler: CudaCompiler, arch: str) -> None:
-        self.compiler = compiler
         self.arch = parse_arch(arch)
         major, minor = nvrtc.version()
         self.nvrtc_version = f"{major}.{minor}"
@@ -113,17 +114,7 @@ class CudaArtifactCompiler:
             raise BackendUnavailable(f"NVRTC {self.nvrtc_version} cannot compile for "
                                      f"{self.arch}")
         self.options = nvrtc_options(self.arch)
-        self._variant = f"{self.arch}-nvrtc{self.nvrtc_version}"
-
-    @property
-    def variant(self) -> str:
-        """The architecture and the NVRTC version, e.g. ``sm_90-nvrtc13.5``."""
-        return self._variant
-
-    def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
-              recording: CompilationRecording) -> CompiledKernel:
-        """IR to CUDA C++."""
-        return self.compiler.compile(kernel, cube_dim, mode)
+        super().__init__(compiler, f"{self.arch}-nvrtc{self.nvrtc_version}")
 
     def source(self, compiled: CompiledKernel) -> bytes:
         """The source with everything else finalize depends on: options, architecture,

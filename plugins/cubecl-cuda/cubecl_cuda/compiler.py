@@ -1,5 +1,5 @@
 """The ``cuda`` backend's Compiler: an IR kernel -> one CUDA C++ translation unit,
-through the core's C-family emitter (:class:`cubecl_server.backend.CEmitter`) with
+through the core's C-family emitter (:class:`cubecl_server.backend.lowering.CEmitter`) with
 the dialect here.
 
 The unit is the :data:`~cubecl_cuda.prelude.PRELUDE`, the helpers the kernel uses,
@@ -41,15 +41,9 @@ import numpy as np
 
 from cubecl_cuda.prelude import PLANE_SIZE, PRELUDE
 from cubecl_server import ir
-from cubecl_server.backend import (
-    ArrayRef,
-    CEmitter,
-    CompiledKernel,
-    CubeDim,
-    ExecutionMode,
-    Native,
-    StandardC,
-)
+from cubecl_server.backend import CompiledKernel, CubeDim
+from cubecl_server.backend.compiling import ExecutionMode
+from cubecl_server.backend.lowering import ArrayRef, CEmitter, Native, StandardC
 
 __all__ = ["CudaCompiler", "KernelRepr", "Param", "MAX_CUBE_DIM", "CTYPES"]
 

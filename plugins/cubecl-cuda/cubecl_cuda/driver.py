@@ -11,7 +11,7 @@ from __future__ import annotations
 from cupy_backends.cuda.api.driver import CUDADriverError
 from cupy_backends.cuda.api.runtime import CUDARuntimeError
 
-from cubecl_server.backend import DriverError, driver_error
+from cubecl_server.backend.support import DriverError, driver_error
 
 __all__ = ["CudaError", "cuda_error", "status_name", "MODULE_REJECTED"]
 

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from cubecl_cuda.compiler import CudaCompiler
     from cubecl_cuda.runtime import CudaRuntime
     from cubecl_cuda.server import CudaServer
-    from cubecl_server.backend import ArtifactStore, Capabilities, Compiler, ComputeServer
+    from cubecl_server.backend import Capabilities, Compiler, ComputeServer
+    from cubecl_server.backend.compiling import ArtifactStore
 
 __all__ = ["cubecl_server_register_backends"]
 
@@ -71,7 +72,7 @@ def cubecl_server_register_backends() -> list[BackendDescriptor]:
     """The ``cuda`` backend: IR to CUDA C++, NVRTC to cubin and PTX, CuPy to run them;
     compile-only (``CUBECL_CUDA_ARCH``, default sm_90) where there is no GPU."""
     return [BackendDescriptor(
-        name=BACKEND, package="cubecl_cuda", runtime=_runtime, compiler=_compiler,
+        contract=1, name=BACKEND, package="cubecl_cuda", runtime=_runtime, compiler=_compiler,
         artifact_compiler=_artifact_compiler, target=_target,
         compile_only_server=_compile_only_server, store_names=STORE_NAMES,
     )]

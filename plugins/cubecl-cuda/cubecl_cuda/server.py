@@ -17,16 +17,9 @@ from cubecl_cuda.capabilities import capabilities
 from cubecl_cuda.driver import MODULE_REJECTED, CudaError, cuda_error, status_name
 from cubecl_cuda.storage import CudaStorage
 from cubecl_cuda.tma import arch_has_tma, encode_tiled, tensor_map_value
-from cubecl_server.backend import (
-    ArtifactRejected,
-    Binding,
-    BoundTensorMap,
-    CubeCount,
-    CubeDim,
-    CudaArray,
-    DeviceEvent,
-    DeviceInfo,
-)
+from cubecl_server.backend import Binding, CubeCount, CubeDim, DeviceInfo
+from cubecl_server.backend.features import BoundTensorMap, CudaArray, DeviceEvent
+from cubecl_server.backend.support import ArtifactRejected
 from cubecl_server.ir import Elem
 
 __all__ = ["CudaServer", "device_arch", "device_binding"]
@@ -271,7 +264,7 @@ class CudaServer:
 
 
 class CudaEvent:
-    """A :class:`~cubecl_server.backend.DeviceEvent` on a CUDA stream."""
+    """A :class:`~cubecl_server.backend.features.DeviceEvent` on a CUDA stream."""
 
     def __init__(self, server: CudaServer, event: Any, timed: bool) -> None:
         self._server = server

@@ -5,11 +5,10 @@ server shares :data:`ALIGNMENT` and :class:`CudaStorageId` and never allocates."
 
 from __future__ import annotations
 
-import itertools
-import threading
 from typing import TYPE_CHECKING
 
-from cubecl_server.backend import storage_id_type
+from cubecl_server.backend import ResourceStorage
+from cubecl_server.backend.support import storage_id_type
 
 if TYPE_CHECKING:
     import cupy
@@ -30,7 +29,7 @@ else:
         "CudaStorageId", doc="Identifies one device allocation of a CudaStorage.")
 
 
-class CudaStorage:
+class CudaStorage(ResourceStorage["cupy.cuda.Memory"]):
     """Device memory of one GPU, one ``cupy.cuda.Memory`` per allocation.
 
     CuPy's memory pool is bypassed: the core's MemoryManagement already pools, and
@@ -38,18 +37,14 @@ class CudaStorage:
     driver when its last reference (a launch's binding included) is dropped.
     """
 
-    alignment = ALIGNMENT
+    id_type = CudaStorageId
 
     def __init__(self, device: int) -> None:
+        super().__init__(ALIGNMENT)
         self.device = device
-        self._memory: dict[int, cupy.cuda.Memory] = {}
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
 
-    def alloc(self, size: int) -> CudaStorageId:
-        """Allocate ``size`` bytes on the device; MemoryError when it has no room."""
-        if size < 0:
-            raise ValueError(f"allocation size must be >= 0, got {size}")
+    def create(self, size: int) -> cupy.cuda.Memory:
+        """``size`` bytes on the device; MemoryError when it has no room."""
         import cupy
         from cupy.cuda.memory import OutOfMemoryError
 
@@ -57,27 +52,10 @@ class CudaStorage:
 
         try:
             with cupy.cuda.Device(self.device):
-                memory = cupy.cuda.Memory(size)
+                return cupy.cuda.Memory(size)
         except OutOfMemoryError as e:
             raise MemoryError(f"cuda:{self.device}: cannot allocate {size} bytes") from e
         except CudaError as e:
             if e.status == _ALLOCATION_FAILED:
                 raise MemoryError(f"cuda:{self.device}: cannot allocate {size} bytes") from e
             raise cuda_error("cudaMalloc", e) from e
-        with self._lock:
-            id = CudaStorageId(next(self._ids))
-            self._memory[id] = memory
-        return id
-
-    def dealloc(self, id: CudaStorageId) -> None:
-        """Free an allocation; an unknown (or already freed) id raises KeyError."""
-        with self._lock:
-            if self._memory.pop(id, None) is None:
-                raise KeyError(f"CudaStorage: no allocation {id!r}")
-
-    def resource(self, id: CudaStorageId) -> cupy.cuda.Memory:
-        """The ``cupy.cuda.Memory`` of an allocation (its ``ptr`` is the device address)."""
-        try:
-            return self._memory[id]
-        except KeyError:
-            raise KeyError(f"CudaStorage: no allocation {id!r}") from None

@@ -1,5 +1,5 @@
 """Tensor maps on CUDA: which architectures take them, how a kernel receives one, and
-encoding a :class:`~cubecl_server.backend.TensorMap` into the 128-byte ``CUtensorMap``
+encoding a :class:`~cubecl_server.backend.features.TensorMap` into the 128-byte ``CUtensorMap``
 the driver builds (``cuTensorMapEncodeTiled``).
 
 A kernel takes the encoded map as a ``const __grid_constant__ CUtensorMap`` parameter,
@@ -19,13 +19,9 @@ from functools import cache
 import numpy as np
 
 from cubecl_cuda import nvrtc
-from cubecl_server.backend import (
-    TENSOR_MAP_BYTES,
-    BackendUnavailable,
-    DriverError,
-    TensorMap,
-    TmaFill,
-)
+from cubecl_server.backend import BackendUnavailable
+from cubecl_server.backend.features import TENSOR_MAP_BYTES, TensorMap, TmaFill
+from cubecl_server.backend.support import DriverError
 
 __all__ = ["COPY_TILE_SOURCE", "TMA_MIN_ARCH", "arch_has_tma", "compile_tensor_map_kernel",
            "encode_tiled", "tensor_map_value"]
@@ -100,7 +96,7 @@ def _libcuda() -> ctypes.CDLL:
 
 def encode_tiled(tmap: TensorMap, address: int) -> bytes:
     """The 128 bytes of ``tmap`` over the device memory at ``address``, encoded by the
-    driver: :class:`~cubecl_server.backend.TensorMapError` first for a map the rules
+    driver: :class:`~cubecl_server.backend.features.TensorMapError` first for a map the rules
     refuse, ``DriverError`` if the driver refuses it anyway."""
     import dataclasses
 

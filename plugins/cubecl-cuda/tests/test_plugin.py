@@ -12,7 +12,7 @@ from cubecl_cuda import CompileOnlyTarget, compile_only_capabilities
 from cubecl_cuda.compiler import CudaCompiler
 from cubecl_cuda.runtime import NO_DEVICE, CudaRuntime
 
-from cubecl_server.backend import backend_compiler
+from cubecl_server.backend.compiling import backend_compiler
 from cubecl_server.client import create_client
 from cubecl_server.errors import BackendUnavailable
 from cubecl_server.lang import ABSOLUTE_POS, Array, CubeDim, f32, kernel

@@ -10,7 +10,7 @@ loader and store.
 
 from __future__ import annotations
 
-from cubecl_server.backend import StoreNames
+from cubecl_server.backend.compiling import StoreNames
 
 __all__ = ["BACKEND", "STORE_NAMES", "__version__"]
 

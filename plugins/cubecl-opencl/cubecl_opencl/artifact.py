@@ -16,16 +16,14 @@ from dataclasses import dataclass, field
 import pyopencl as cl
 from pyopencl import _cl
 
-from cubecl_server.backend import (
-    Artifact,
-    ArtifactRejected,
+from cubecl_server.backend import Artifact, CompilationError, CompiledKernel, CubeDim
+from cubecl_server.backend.compiling import (
     ArtifactStore,
-    CompilationError,
     CompilationRecording,
-    CompiledKernel,
-    CubeDim,
     ExecutionMode,
+    LoweringArtifactCompiler,
 )
+from cubecl_server.backend.support import ArtifactRejected
 from cubecl_server.ir import Kernel
 
 from . import BACKEND, pocl
@@ -101,7 +99,7 @@ def build_error(kernel: str, source: str, log: str) -> CompilationError:
                             kernel=kernel, backend=BACKEND, log=log)
 
 
-class OpenclArtifactCompiler:
+class OpenclArtifactCompiler(LoweringArtifactCompiler):
     """Lowers to OpenCL C and builds it for the device into a program binary.
 
     It builds on a context of its own (OpenCL contexts and program builds are
@@ -116,21 +114,16 @@ class OpenclArtifactCompiler:
 
     def __init__(self, compiler: OpenclCompiler, device: cl.Device,
                  features: DeviceFeatures | None = None) -> None:
-        self.compiler = compiler
+        # The variant: platform, device and driver versions, what binaries are valid on.
+        super().__init__(compiler, variant_of(device))
         self.device = device
         self.features = features or features_of(device)
-        self._variant = variant_of(device)
         self._on_pocl = pocl.is_pocl(device.platform.name)
         self._context: cl.Context | None = None
         self._lock = threading.Lock()
         self._here = threading.Lock()
         """Held by the build running in this process (on PoCL)."""
         self._workers: BuildWorkers | None = None
-
-    @property
-    def variant(self) -> str:
-        """Platform, device and driver versions: what the binaries are valid on."""
-        return self._variant
 
     def _ctx(self) -> cl.Context:
         with self._lock:
@@ -141,7 +134,7 @@ class OpenclArtifactCompiler:
     def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
               recording: CompilationRecording) -> CompiledKernel:
         """IR to OpenCL C, refusing what the device cannot run before anything is built."""
-        compiled = self.compiler.compile(kernel, cube_dim, mode)
+        compiled = super().lower(kernel, cube_dim, mode, recording)
         layout: KernelLayout = compiled.repr
         f = self.features
         have = {Need.FP64: f.fp64, Need.FP16: f.fp16, Need.INT64_ATOMICS: f.int64_atomics,
@@ -174,10 +167,10 @@ class OpenclArtifactCompiler:
         payload = self.build(compiled.name, compiled.source)
         recording.add("artifact", 0.0, len(payload))
         layout: KernelLayout = compiled.repr
-        return Artifact(KIND, payload, {
+        return Artifact.sealed(KIND, payload, {
             "entry_point": compiled.entry_point, "kernel": compiled.name,
-            "build_options": BUILD_OPTIONS, "sha256": hashlib.sha256(payload).hexdigest(),
-            "program": program_key(compiled.source), "params": layout.to_header(),
+            "build_options": BUILD_OPTIONS, "program": program_key(compiled.source),
+            "params": layout.to_header(),
         })
 
     def build(self, kernel: str, source: str) -> bytes:
@@ -282,13 +275,10 @@ class OpenclTarget:
         A binary the driver refuses (or whose bytes are not the ones finalize
         produced) raises ArtifactRejected; the loader purges it and compiles again.
         """
-        h = artifact.header
-        entry, digest = h.get("entry_point"), h.get("sha256")
-        if artifact.kind != KIND or not isinstance(entry, str) or not isinstance(digest, str):
-            raise ArtifactRejected(f"not an OpenCL binary artifact (kind {artifact.kind!r})")
-        if hashlib.sha256(artifact.payload).hexdigest() != digest:
-            # Drivers accept some damaged binaries and fail later, or crash: check first.
-            raise ArtifactRejected("the binary's bytes do not match its checksum")
+        h = artifact.opened(KIND)  # drivers accept some damaged binaries, or crash
+        entry, digest = h.get("entry_point"), str(h["sha256"])
+        if not isinstance(entry, str):
+            raise ArtifactRejected("an OpenCL binary artifact without an entry point")
         try:
             arrays, scalars = KernelLayout.arrays_from_header(h.get("params"))
         except ValueError as e:

@@ -1,5 +1,5 @@
 """The ``opencl`` backend's Compiler: IR -> OpenCL C 1.2 source, through the core's
-C-family emitter (:class:`cubecl_server.backend.CEmitter`) with the dialect here.
+C-family emitter (:class:`cubecl_server.backend.lowering.CEmitter`) with the dialect here.
 
 The generated program holds one ``__kernel`` (the entry point, ``k_<name>``) with
 ``__attribute__((reqd_work_group_size(X, Y, Z)))`` from the cube dim, preceded by
@@ -57,16 +57,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cubecl_server import ir
-from cubecl_server.backend import (
-    UNSIGNED,
-    ArrayRef,
-    CEmitter,
-    CompiledKernel,
-    CubeDim,
-    ExecutionMode,
-    Native,
-    StandardC,
-)
+from cubecl_server.backend import CompiledKernel, CubeDim
+from cubecl_server.backend.compiling import ExecutionMode
+from cubecl_server.backend.lowering import UNSIGNED, ArrayRef, CEmitter, Native, StandardC
 
 from . import BACKEND
 

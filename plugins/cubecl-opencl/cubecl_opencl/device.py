@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
-from cubecl_server.backend import MAX_UNITS, Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.backend import Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.backend.support import MAX_UNITS
 from cubecl_server.ir import Elem
 
 from . import BACKEND

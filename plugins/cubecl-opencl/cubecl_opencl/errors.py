@@ -6,7 +6,7 @@ from functools import cache
 
 import pyopencl as cl
 
-from cubecl_server.backend import DriverError, code_names, driver_error
+from cubecl_server.backend.support import DriverError, code_names, driver_error
 
 from . import BACKEND
 

@@ -15,13 +15,8 @@ from cubecl_server.backend import BackendDescriptor, BackendUnavailable, hookimp
 from . import BACKEND, STORE_NAMES
 
 if TYPE_CHECKING:
-    from cubecl_server.backend import (
-        ArtifactStore,
-        Capabilities,
-        Compiler,
-        ComputeServer,
-        Runtime,
-    )
+    from cubecl_server.backend import Capabilities, Compiler, ComputeServer, Runtime
+    from cubecl_server.backend.compiling import ArtifactStore
 
     from .artifact import OpenclArtifactCompiler, OpenclTarget
     from .compiler import OpenclCompiler
@@ -68,6 +63,7 @@ def _target(server: ComputeServer, store: ArtifactStore | None) -> OpenclTarget:
 def cubecl_server_register_backends() -> list[BackendDescriptor]:
     """The ``opencl`` backend: IR to OpenCL C, built into program binaries."""
     return [BackendDescriptor(
-        name=BACKEND, package="cubecl_opencl", runtime=opencl_runtime, compiler=_compiler,
-        artifact_compiler=_artifact_compiler, target=_target, store_names=STORE_NAMES,
+        contract=1, name=BACKEND, package="cubecl_opencl", runtime=opencl_runtime,
+        compiler=_compiler, artifact_compiler=_artifact_compiler, target=_target,
+        store_names=STORE_NAMES,
     )]

@@ -7,14 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyopencl as cl
 
-from cubecl_server.backend import (
-    Binding,
-    Capabilities,
-    CubeCount,
-    CubeDim,
-    DeviceEvent,
-    DeviceInfo,
-)
+from cubecl_server.backend import Binding, Capabilities, CubeCount, CubeDim, DeviceInfo
+from cubecl_server.backend.features import DeviceEvent
 
 from . import BACKEND
 from .artifact import LoadedKernel
@@ -198,7 +192,7 @@ class OpenclServer:
 
 
 class OpenclEvent:
-    """A :class:`~cubecl_server.backend.DeviceEvent`: an OpenCL event, with the
+    """A :class:`~cubecl_server.backend.features.DeviceEvent`: an OpenCL event, with the
     device's clock when it was enqueued on a profiling queue."""
 
     __slots__ = ("event", "timed")

@@ -7,7 +7,7 @@ runtime is created (:mod:`cubecl_vulkan.device`).
 
 from __future__ import annotations
 
-from cubecl_server.backend import StoreNames
+from cubecl_server.backend.compiling import StoreNames
 
 __all__ = ["BACKEND", "STORE_NAMES", "__version__"]
 

@@ -11,7 +11,7 @@ with ``CUBECL_VULKAN_VALIDATE=1``, runs ``spirv-val`` on it first (the test suit
 :mod:`cubecl_vulkan.conformance`).
 
 Pipeline-cache data is the driver's data of the store's
-:class:`~cubecl_server.backend.DriverCache` (``store.driver_cache``), kept beside the
+:class:`~cubecl_server.backend.features.DriverCache` (``store.driver_cache``), kept beside the
 artifact by a hash of it: load seeds a ``VkPipelineCache`` with what a previous
 process kept, and hands back the cache's data after creating the pipeline, which is
 stored when it differs (the first load, or one that added to it). The variant holds
@@ -28,19 +28,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from cubecl_server.backend import (
-    Artifact,
-    ArtifactRejected,
+from cubecl_server.backend import Artifact, CompilationError, CompiledKernel, Compiler
+from cubecl_server.backend.compiling import (
     ArtifactStore,
-    CompilationError,
     CompilationRecording,
-    CompiledKernel,
-    Compiler,
-    CubeDim,
-    DriverError,
-    ExecutionMode,
+    LoweringArtifactCompiler,
 )
-from cubecl_server.ir import Kernel
+from cubecl_server.backend.support import ArtifactRejected, DriverError
 from cubecl_vulkan import STORE_NAMES
 from cubecl_vulkan.compiler import LoweredModule, ShaderLayout, VulkanCompiler
 from cubecl_vulkan.device import BACKEND, PhysicalDevice
@@ -79,7 +73,7 @@ def validate(spirv: bytes) -> str | None:
     return None if run.returncode == 0 else (run.stdout + run.stderr).strip()
 
 
-class VulkanArtifactCompiler:
+class VulkanArtifactCompiler(LoweringArtifactCompiler):
     """Lowers IR to SPIR-V for this device's features, and finalizes the module into
     an artifact.
 
@@ -87,19 +81,9 @@ class VulkanArtifactCompiler:
     """
 
     def __init__(self, compiler: Compiler, physical: PhysicalDevice) -> None:
-        self.compiler = (compiler.for_device(physical.features)
-                         if isinstance(compiler, VulkanCompiler) else compiler)
-        self._variant = physical.variant
-
-    @property
-    def variant(self) -> str:
-        """The device this compiler's artifacts are for."""
-        return self._variant
-
-    def lower(self, kernel: Kernel, cube_dim: CubeDim, mode: ExecutionMode,
-              recording: CompilationRecording) -> CompiledKernel:
-        """IR to a SPIR-V module."""
-        return self.compiler.compile(kernel, cube_dim, mode)
+        super().__init__(compiler.for_device(physical.features)
+                         if isinstance(compiler, VulkanCompiler) else compiler,
+                         physical.variant)
 
     def source(self, compiled: CompiledKernel) -> bytes | None:
         """The module, its layout and what wrote it: all finalize sees."""

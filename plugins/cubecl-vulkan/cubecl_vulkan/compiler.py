@@ -6,12 +6,12 @@ The shader's interface (what :class:`ShaderLayout` records and the server fills)
 - ``set 0, binding 0``: the info words, a uniform block of ``uvec4`` (std140) bound as
   a *dynamic* uniform buffer, so one descriptor set serves every launch with the same
   arrays and only the dynamic offset changes. Its layout is the core's
-  :class:`~cubecl_server.backend.InfoLayout` (:attr:`ShaderLayout.info`): the words of
+  :class:`~cubecl_server.backend.lowering.InfoLayout` (:attr:`ShaderLayout.info`): the words of
   every scalar parameter, every length, shape and stride the kernel reads (``Len``
   and the checked-mode bounds use the element count), and the launch's cube count
   (3 words): the cube builtins are computed from it, so a count past the device's
   ``maxComputeWorkGroupCount`` on one axis is dispatched folded onto the others
-  (:func:`~cubecl_server.backend.fold_count`); specialization constants
+  (:func:`~cubecl_server.backend.lowering.fold_count`); specialization constants
   (:data:`~cubecl_vulkan.interface.SPEC_FOLDED`, :data:`~cubecl_vulkan.interface.SPEC_SURPLUS`)
   say whether it was, so the unfolded pipeline pays nothing for it.
 - ``set 0, binding 1 + i``: array parameter ``i`` as a runtime array (a bool as a
@@ -55,7 +55,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cubecl_server import ir
-from cubecl_server.backend import CompiledKernel, CubeDim, ExecutionMode, InfoLayout
+from cubecl_server.backend import CompiledKernel, CubeDim
+from cubecl_server.backend.compiling import ExecutionMode
+from cubecl_server.backend.lowering import InfoLayout
 from cubecl_vulkan.emitter import SpirvEmitter
 from cubecl_vulkan.native import ShaderFeatures
 

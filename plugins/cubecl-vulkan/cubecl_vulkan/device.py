@@ -16,16 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cubecl_server.backend import (
-    MAX_UNITS,
-    BackendUnavailable,
-    Capabilities,
-    DeviceInfo,
-    DeviceKind,
-    DriverError,
-    code_names,
-    driver_error,
-)
+from cubecl_server.backend import BackendUnavailable, Capabilities, DeviceInfo, DeviceKind
+from cubecl_server.backend.support import MAX_UNITS, DriverError, code_names, driver_error
 from cubecl_server.ir import Elem
 from cubecl_vulkan import BACKEND
 from cubecl_vulkan.native import ShaderFeatures

@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cubecl_server import ir
-from cubecl_server.backend import CubeDim, ExecutionMode, InfoWords, StructuredEmitter
+from cubecl_server.backend import CubeDim
+from cubecl_server.backend.compiling import ExecutionMode
+from cubecl_server.backend.lowering import InfoWords, StructuredEmitter
 from cubecl_vulkan.checks import check_device
 from cubecl_vulkan.convert import Values
 from cubecl_vulkan.mathlib import MathLib

@@ -10,7 +10,7 @@ element ``i``. ``Len`` and ``BufferLen`` count elements: they are the info words
 from __future__ import annotations
 
 from cubecl_server import ir
-from cubecl_server.backend import metadata_kind
+from cubecl_server.backend.lowering import metadata_kind
 from cubecl_vulkan.interface import Array, Interface, Val
 from cubecl_vulkan.spirv import Cap, Op, Scope, Sem, Storage
 

@@ -1,6 +1,6 @@
 """What a Vulkan device has and computes itself: its :class:`ShaderFeatures` (what a
 shader may use, which the device module probes), and the
-:class:`~cubecl_server.backend.Native` the core's passes read, per device.
+:class:`~cubecl_server.backend.lowering.Native` the core's passes read, per device.
 
 SPIR-V has no short circuit (``OpLogicalAnd`` evaluates both sides), GLSL.std.450's
 ``FMin``/``FMax`` are undefined on a NaN operand and there is no float atomic but
@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from cubecl_server import ir
-from cubecl_server.backend import Native
+from cubecl_server.backend.lowering import Native
 from cubecl_vulkan.spirv import GLSL
 
 __all__ = ["ShaderFeatures", "GLSL_MATH", "GLSL_F64", "MATHLIB_F32", "MATHLIB_F64",

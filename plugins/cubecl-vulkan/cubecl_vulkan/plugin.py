@@ -13,7 +13,8 @@ from cubecl_server.backend import BackendDescriptor, hookimpl
 from cubecl_vulkan import BACKEND, STORE_NAMES
 
 if TYPE_CHECKING:
-    from cubecl_server.backend import ArtifactStore, Capabilities, Compiler, ComputeServer
+    from cubecl_server.backend import Capabilities, Compiler, ComputeServer
+    from cubecl_server.backend.compiling import ArtifactStore
     from cubecl_vulkan.artifact import VulkanArtifactCompiler, VulkanTarget
     from cubecl_vulkan.compiler import VulkanCompiler
     from cubecl_vulkan.runtime import VulkanRuntime
@@ -55,6 +56,6 @@ def cubecl_server_register_backends() -> list[BackendDescriptor]:
     """The ``vulkan`` backend: IR to SPIR-V compute modules for the device's features,
     SPIR-V to pipelines (through a stored pipeline cache)."""
     return [BackendDescriptor(
-        name=BACKEND, package="cubecl_vulkan", runtime=_runtime, compiler=_compiler,
+        contract=1, name=BACKEND, package="cubecl_vulkan", runtime=_runtime, compiler=_compiler,
         artifact_compiler=_artifact_compiler, target=_target, store_names=STORE_NAMES,
     )]

@@ -25,16 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from cubecl_server.backend import (
-    Binding,
-    CompletedEvent,
-    CubeCount,
-    CubeDim,
-    DeviceEvent,
-    DeviceInfo,
-    MetadataCache,
-    fold_count,
-)
+from cubecl_server.backend import Binding, CubeCount, CubeDim, DeviceInfo
+from cubecl_server.backend.features import CompletedEvent, DeviceEvent, MetadataCache
+from cubecl_server.backend.lowering import fold_count
 from cubecl_vulkan.device import PhysicalDevice, VulkanDevice, check, vk_error
 from cubecl_vulkan.pipeline import LoadedKernel
 from cubecl_vulkan.storage import VulkanBuffer, VulkanStorage
@@ -456,7 +449,7 @@ class VulkanServer:
 
 
 class VulkanEvent:
-    """A :class:`~cubecl_server.backend.DeviceEvent`: the end of one recorded batch
+    """A :class:`~cubecl_server.backend.features.DeviceEvent`: the end of one recorded batch
     (every submit is waited for by its fence, so a submitted batch is a finished one),
     with the device's clock there when a :class:`TimedVulkanServer` wrote a timestamp."""
 

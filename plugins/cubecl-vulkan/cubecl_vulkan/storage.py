@@ -14,16 +14,14 @@ server copies through a staging buffer.
 
 from __future__ import annotations
 
-import itertools
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cubecl_server.backend import StorageId
+from cubecl_server.backend import ResourceStorage
 from cubecl_vulkan.device import VulkanDevice, check
 
 __all__ = ["ENV_STAGING", "VulkanBuffer", "VulkanStorage"]
@@ -46,26 +44,21 @@ class VulkanBuffer:
     """The VkBuffer handle as an int: what descriptor-set caches key by."""
 
 
-class VulkanStorage:
+class VulkanStorage(ResourceStorage[VulkanBuffer]):
     """Whole VkBuffers for MemoryManagement to slice (see the module docstring)."""
 
     def __init__(self, device: VulkanDevice, *, staging: bool | None = None) -> None:
-        vk = device.vk
-        self.vk = vk
-        self.device = device
         p = device.physical
-        self.alignment = max(_MIN_ALIGNMENT, p.min_storage_offset_alignment)
+        super().__init__(max(_MIN_ALIGNMENT, p.min_storage_offset_alignment))
+        self.vk = device.vk
+        self.device = device
         if staging is None:
             staging = os.environ.get(ENV_STAGING, "") in ("1", "true", "yes", "on")
         self.staging = staging or not p.host_visible_storage
         self.reclaim: Callable[[], None] = lambda: None
         """Called when an allocation fails: the server finishes its work and
         :meth:`reap` s, so freed buffers really go, and the allocation is retried."""
-        self._buffers: dict[int, VulkanBuffer] = {}
         self._freed: list[VulkanBuffer] = []
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        self._bytes = 0
 
     def create_buffer(self, size: int, usage: int, host: bool) -> VulkanBuffer:
         """A buffer of ``size`` bytes (at least 1) with memory bound; mapped if ``host``."""
@@ -113,37 +106,26 @@ class VulkanStorage:
         vk.vkDestroyBuffer(dev, buffer.handle, None)
         vk.vkFreeMemory(dev, buffer.memory, None)
 
-    def alloc(self, size: int) -> StorageId:
-        """Allocate a storage buffer of ``size`` bytes; MemoryError when the device is full."""
-        if size < 0:
-            raise ValueError(f"allocation size must be >= 0, got {size}")
+    def create(self, size: int) -> VulkanBuffer:
+        """A storage buffer of ``size`` bytes; MemoryError when the device is full, even
+        once the server has finished its work and freed what it could."""
         vk = self.vk
         usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                  | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
         try:
-            buffer = self.create_buffer(size, usage, host=not self.staging)
+            return self.create_buffer(size, usage, host=not self.staging)
         except MemoryError:
             self.reclaim()
-            buffer = self.create_buffer(size, usage, host=not self.staging)
-        with self._lock:
-            id = StorageId(next(self._ids))
-            self._buffers[id] = buffer
-            self._bytes += size
-        return id
+            return self.create_buffer(size, usage, host=not self.staging)
 
-    def dealloc(self, id: StorageId) -> None:
-        """Free an allocation: its buffer is destroyed at the server's next wait
-        (:meth:`reap`), when no recorded work can still use it.
+    def release(self, buffer: VulkanBuffer) -> None:
+        """Destroy a freed buffer at the server's next wait (:meth:`reap`), when no
+        recorded work can still use it.
 
         Deferred rather than waited for here, because MemoryManagement may free from
         a garbage-collector finalizer in the middle of recording a launch.
         """
         with self._lock:
-            try:
-                buffer = self._buffers.pop(id)
-            except KeyError:
-                raise KeyError(f"VulkanStorage: no allocation {id!r}") from None
-            self._bytes -= buffer.size
             self._freed.append(buffer)
 
     def reap(self) -> bool:
@@ -155,27 +137,15 @@ class VulkanStorage:
             self.destroy_buffer(b)
         return bool(freed)
 
-    def resource(self, id: StorageId) -> VulkanBuffer:
-        """The buffer behind an allocation."""
-        try:
-            return self._buffers[id]
-        except KeyError:
-            raise KeyError(f"VulkanStorage: no allocation {id!r}") from None
-
     def close(self) -> None:
         """Free every buffer still allocated (the device is about to go)."""
         self.reap()
         with self._lock:
-            buffers, self._buffers = list(self._buffers.values()), {}
-            self._bytes = 0
+            buffers = [b for b, _ in self._resources.values()]
+            self._resources, self._bytes = {}, 0
         for b in buffers:
             self.destroy_buffer(b)
 
-    @property
-    def bytes_allocated(self) -> int:
-        """Total size of the live allocations, in bytes."""
-        return self._bytes
-
     def __repr__(self) -> str:
         return (f"VulkanStorage(alignment={self.alignment}, staging={self.staging}, "
-                f"allocations={len(self._buffers)}, bytes={self._bytes})")
+                f"allocations={self.num_allocations}, bytes={self._bytes})")

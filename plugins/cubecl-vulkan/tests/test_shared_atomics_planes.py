@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cubecl_server import ir
-from cubecl_server.backend import fold_count
+from cubecl_server.backend.lowering import fold_count
 from cubecl_server.client import ComputeClient
 from cubecl_server.compiler.key import ArtifactId
 from cubecl_server.id import KernelId
