@@ -1,4 +1,5 @@
-"""The core's imports run one way: no cycle between modules, no import of a higher layer.
+"""The core's imports run one way: no cycle between modules, no import of a higher layer;
+and within each plugin and example package, no cycle either.
 
 The import graph of ``cubecl_server`` is read from the source (every import counts:
 module-level ones, those deferred into functions and those under
@@ -13,6 +14,8 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "cubecl_server"
@@ -35,19 +38,27 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 for all of its modules; ``cubecl_server`` alone is the root package)."""
 
 
-def _modules() -> dict[str, Path]:
-    """Every module of the package by dotted name (a package by its own name)."""
+PLUGINS = {path.name: path for pattern in ("plugins/*/cubecl_*", "examples/*/cubecl_*")
+           for path in sorted(ROOT.glob(pattern)) if (path / "__init__.py").exists()}
+"""Every plugin and example package of the repository, by name (their imports of
+their own modules must form no cycle either)."""
+
+
+def _modules(package: Path = PACKAGE) -> dict[str, Path]:
+    """Every module of ``package`` by dotted name (a package by its own name)."""
     found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         found[".".join(parts)] = path
     return found
 
 
-def _graph(modules: dict[str, Path]) -> dict[str, dict[str, int]]:
-    """For each module, the modules of the package it imports, with a line of each."""
+def _graph(modules: dict[str, Path], root: str = "cubecl_server"
+           ) -> dict[str, dict[str, int]]:
+    """For each module, the modules of the package ``root`` it imports, with a line of
+    each."""
     def known(name: str) -> str:
         # `from a.b import c` imports a.b.c when c is a module, else a name of a.b.
         while name not in modules:
@@ -69,7 +80,7 @@ def _graph(modules: dict[str, Path]) -> dict[str, dict[str, int]]:
                     base = ".".join([*anchor, *([base] if base else [])])
                 targets = [f"{base}.{a.name}" for a in node.names]
             for target in targets:
-                if target == "cubecl_server" or target.startswith("cubecl_server."):
+                if target == root or target.startswith(f"{root}."):
                     imported = known(target)
                     if imported != name:
                         edges.setdefault(imported, node.lineno)
@@ -105,9 +116,9 @@ def test_no_module_imports_a_higher_layer() -> None:
     assert not bad, "imports against the layer order:\n" + "\n".join(bad)
 
 
-def test_no_import_cycle() -> None:
-    modules = _modules()
-    graph = _graph(modules)
+@pytest.mark.parametrize("package", ["cubecl_server", *PLUGINS])
+def test_no_import_cycle(package: str) -> None:
+    graph = _graph(_modules(PLUGINS.get(package, PACKAGE)), package)
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     path: list[str] = []

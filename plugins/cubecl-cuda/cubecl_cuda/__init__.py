@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cubecl_server.backend.compiling import StoreNames
 from cubecl_server.backend.support import lazy_attributes
 
 if TYPE_CHECKING:
@@ -38,11 +37,7 @@ __all__ = [
     "CompileOnlyServer", "compile_only_capabilities",
 ]
 
-BACKEND = "cuda"
-"""The backend name the plugin registers."""
-
-STORE_NAMES = StoreNames(kernels="cuda-cubin", sources="cuda-source")
-"""The names of the cuda store's two maps: cubin and PTX by kernel, and by source."""
+from cubecl_cuda.names import BACKEND, STORE_NAMES
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
     "ENV_ARCH": "cubecl_cuda.artifact",

@@ -25,10 +25,11 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cubecl_cuda import STORE_NAMES, nvrtc
+from cubecl_cuda import nvrtc
 from cubecl_cuda.compiler import CudaCompiler, KernelRepr, Param
+from cubecl_cuda.names import BACKEND, STORE_NAMES
 from cubecl_server.backend import (
     Artifact,
     BackendUnavailable,
@@ -42,12 +43,9 @@ from cubecl_server.backend.compiling import (
 )
 from cubecl_server.backend.support import ArtifactRejected
 
-if TYPE_CHECKING:
-    from cubecl_cuda.server import CudaServer
-
 __all__ = [
     "KIND", "STORE_NAMES", "ENV_ARCH", "COMPILE_ONLY_ARCHS", "parse_arch", "nvrtc_options",
-    "CudaArtifactCompiler", "CudaTarget", "LoadedCudaKernel", "split_payload",
+    "CudaArtifactCompiler", "LoadedCudaKernel", "split_payload",
     "CompileOnlyTarget", "compile_only_archs", "compile_only_compiler", "default_arch",
 ]
 
@@ -57,7 +55,6 @@ ENV_ARCH = "CUBECL_CUDA_ARCH"
 separated list for compile-only runs (``sm_80,sm_90``)."""
 COMPILE_ONLY_ARCHS = ("sm_80", "sm_90")
 """What a compile-only run compiles for when ``CUBECL_CUDA_ARCH`` is not set."""
-_BACKEND = "cuda"
 _MIN_ARCH = 70  # f16 atomics (16-bit atomicCAS) and __activemask need Volta
 
 
@@ -136,7 +133,7 @@ class CudaArtifactCompiler(LoweringArtifactCompiler):
             message = f"NVRTC {self.nvrtc_version} failed for {self.arch} ({e.status})"
             if lines:
                 message += "\ngenerated source:\n" + lines
-            raise CompilationError(message, kernel=compiled.name, backend=_BACKEND,
+            raise CompilationError(message, kernel=compiled.name, backend=BACKEND,
                                    log=e.log) from None
         assert out.cubin is not None  # self.arch is always a real sm_ target
         recording.add("nvrtc", out.ms, len(out.cubin))
@@ -144,7 +141,7 @@ class CudaArtifactCompiler(LoweringArtifactCompiler):
         layout = compiled.repr
         if not isinstance(layout, KernelRepr):
             raise CompilationError("lowered by another Compiler (no parameter layout)",
-                                   kernel=compiled.name, backend=_BACKEND)
+                                   kernel=compiled.name, backend=BACKEND)
         header: dict[str, Any] = {
             "entry_point": compiled.entry_point, "kernel": compiled.name,
             "params": [p.to_json() for p in layout.params], "cube_dim": list(layout.cube_dim),
@@ -167,35 +164,6 @@ class LoadedCudaKernel:
     params: tuple[Param, ...]
     cube_dim: tuple[int, int, int]
     from_ptx: bool
-
-
-class CudaTarget:
-    """Loads cuda artifacts as modules on one server's device; its store is the one
-    the core opened for this architecture and NVRTC."""
-
-    def __init__(self, server: CudaServer, store: ArtifactStore | None) -> None:
-        self.server = server
-        self.store = store
-
-    def load(self, artifact: Artifact) -> LoadedCudaKernel:
-        """A module from the cubin, or from the PTX where the driver refuses the cubin."""
-        cubin, ptx = split_payload(artifact)
-        h = artifact.header
-        entry, params, dim = h.get("entry_point"), h.get("params"), h.get("cube_dim")
-        if not isinstance(entry, str) or not isinstance(params, list) \
-                or not isinstance(dim, list) or len(dim) != 3:
-            raise ArtifactRejected("cuda artifact header lacks entry point, params or dim")
-        errors = []
-        for image, from_ptx in ((cubin, False), (ptx + b"\0", True)):
-            try:
-                module, function = self.server.load_module(image, entry)
-            except ArtifactRejected as e:
-                errors.append(f"{'ptx' if from_ptx else 'cubin'}: {e}")
-                continue
-            return LoadedCudaKernel(str(h.get("kernel", entry)), function, module,
-                                    tuple(Param.from_json(p) for p in params),
-                                    (int(dim[0]), int(dim[1]), int(dim[2])), from_ptx)
-        raise ArtifactRejected("the driver loads neither image: " + "; ".join(errors))
 
 
 class CompileOnlyTarget:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cubecl_cuda.names import BACKEND
 from cubecl_cuda.prelude import PLANE_SIZE, PRELUDE
 from cubecl_server import ir
 from cubecl_server.backend import CompiledKernel, CubeDim
@@ -47,7 +48,6 @@ from cubecl_server.backend.lowering import ArrayRef, CEmitter, Native, StandardC
 
 __all__ = ["CudaCompiler", "KernelRepr", "Param", "MAX_CUBE_DIM", "CTYPES"]
 
-BACKEND = "cuda"
 MAX_CUBE_DIM = 1024
 """Most threads a CUDA block may have, on every architecture."""
 

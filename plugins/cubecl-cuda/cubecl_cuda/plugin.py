@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from cubecl_cuda import BACKEND, STORE_NAMES
+from cubecl_cuda.names import BACKEND, STORE_NAMES
 from cubecl_server.backend import BackendDescriptor, hookimpl
 
 if TYPE_CHECKING:
-    from cubecl_cuda.artifact import CompileOnlyTarget, CudaArtifactCompiler, CudaTarget
+    from cubecl_cuda.artifact import CompileOnlyTarget, CudaArtifactCompiler
     from cubecl_cuda.compile_only import CompileOnlyServer
     from cubecl_cuda.compiler import CudaCompiler
     from cubecl_cuda.runtime import CudaRuntime
     from cubecl_cuda.server import CudaServer
+    from cubecl_cuda.target import CudaTarget
     from cubecl_server.backend import Capabilities, Compiler, ComputeServer
     from cubecl_server.backend.compiling import ArtifactStore
 
@@ -59,8 +60,9 @@ def _target(server: ComputeServer,
             store: ArtifactStore | None) -> CudaTarget | CompileOnlyTarget:
     """Module loading on the server's device; on a compile-only server, the target
     that checks artifacts instead of loading them."""
-    from cubecl_cuda.artifact import CompileOnlyTarget, CudaTarget
+    from cubecl_cuda.artifact import CompileOnlyTarget
     from cubecl_cuda.compile_only import CompileOnlyServer
+    from cubecl_cuda.target import CudaTarget
 
     if isinstance(server, CompileOnlyServer):
         return CompileOnlyTarget(server.arch, store)
