@@ -30,6 +30,7 @@ from cubecl_server.lang import (
 )
 from cubecl_server.lowering.passes.bounds import in_bounds
 from cubecl_server.lowering.passes.checked import check_accesses
+from cubecl_server.lowering.passes.native import Native
 
 
 def _verdicts(k: KernelFunction, dim: CubeDim, **comptime: object) -> list[tuple[str, bool]]:
@@ -133,7 +134,7 @@ def test_line_arrays_are_never_proven() -> None:
 
 def test_the_checked_pass_leaves_out_the_checks_proven() -> None:
     kernel = matmul.ir()
-    core = check_accesses(kernel, in_bounds(kernel, CubeDim(16, 16)))
+    core = check_accesses(kernel, in_bounds(kernel, CubeDim(16, 16)), Native())
     # The four shared accesses stay unchecked; the global loads and the store are checked.
     assert sorted(n.array for n in ir.walk(core.body) if isinstance(n, ir.BufferLen)) == [
         "a", "b", "c"]

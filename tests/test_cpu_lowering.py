@@ -953,7 +953,7 @@ def test_source_imports_only_numpy_and_support() -> None:
                        "from cubecl_server.backends.cpu import support as _s"]
     funcs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     assert funcs == ["run"]
-    assert "# tile[UNIT_POS] = ld.1" in src  # a comment per core IR statement
+    assert "# tile[UNIT_POS] = a[ABSOLUTE_POS]" in src  # a comment per core IR statement
 
 
 def test_validated_source_runs_in_a_namespace_without_builtins() -> None:

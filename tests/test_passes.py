@@ -68,7 +68,7 @@ def test_checked_accesses_read_zero_and_drop_what_is_outside(rng: Seeded) -> Non
               ir.Store("olds", POS, v("old", E.I32))],
              [("idx", "i32[]"), ("a", "f32[]"), ("out", "f32[]"), ("scattered", "f32[]"),
               ("counts", "i32[]"), ("olds", "i32[]")], local=[("old", E.I32)])
-    lowered = check_accesses(k, in_bounds(k, CubeDim(64)))
+    lowered = check_accesses(k, in_bounds(k, CubeDim(64)), Native())
     assert len(nodes(lowered, ir.If)) == 9, "one check per access: none is guarded"
     outs = [np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.int32),
             np.full(n, -1, np.int32)]
@@ -94,7 +94,7 @@ def test_a_partial_last_line_is_read_and_written_element_by_element(rng: Seeded)
     x = rng.gen.standard_normal(10).astype(np.float32)  # two lines of 4 and half a line
     line = ir.Line(E.F32, 4)
     k = kern([ir.Store("out", POS, ld("x", POS, line))], [("x", "f32[4]"), ("out", "f32[4]")])
-    lowered = check_accesses(k, in_bounds(k, CubeDim(4)))
+    lowered = check_accesses(k, in_bounds(k, CubeDim(4)), Native())
     assert any(isinstance(n, ir.LineMake) for n in ir.walk(lowered.body))
     assert any(isinstance(n, ir.Load) and n.type is E.F32 for n in ir.walk(lowered.body)), \
         "the partial line is read through element loads of the line array"
@@ -106,7 +106,7 @@ def test_a_partial_last_line_is_read_and_written_element_by_element(rng: Seeded)
 def test_proven_accesses_keep_no_check() -> None:
     k = kern([ir.If(op(B.LT, POS, ir.Len("out")), (
         ir.Store("out", POS, ld("a", POS, E.F32)),), ())], [("a", "f32[]"), ("out", "f32[]")])
-    lowered = check_accesses(k, in_bounds(k, CubeDim(64)))
+    lowered = check_accesses(k, in_bounds(k, CubeDim(64)), Native())
     # The store is proven by its guard; the load of another array is not.
     assert [n.array for n in nodes(lowered, ir.BufferLen)] == ["a"]
 
@@ -425,3 +425,27 @@ def test_the_pipeline_on_a_bare_target_computes_what_the_kernel_means(rng: Seede
         lowered = lower(k, CubeDim(64), mode, BARE, "test")
         assert all(is_canonical(f) for f in nodes(lowered, ir.For))
         same_results(k, lowered, [a, x], [np.full(n, 99, np.int32)], mode=mode)
+
+
+def test_accesses_at_the_position_are_left_to_a_target_that_checks_them() -> None:
+    # With Native.checked_position, x[ABSOLUTE_POS] (directly or through a local set
+    # once to it at the top) stays as it is; a local set twice, a computed index and
+    # a line array are checked as ever.
+    pos = ir.Builtin(ir.BuiltinName.ABSOLUTE_POS)
+    f32, u32 = ir.Elem.F32, ir.Elem.U32
+    one = ir.Const(1, u32)
+    body = (ir.Assign("i", pos), ir.Assign("j", pos),
+            ir.Store("out", ir.Var("i", u32), ir.Load("x", pos, f32)),
+            ir.Store("out", ir.Binary(ir.BinOp.ADD, ir.Var("i", u32), one, u32),
+                     ir.Load("x", ir.Var("i", u32), f32)),
+            ir.Assign("j", ir.Binary(ir.BinOp.ADD, pos, one, u32)),
+            ir.Store("out", ir.Var("j", u32), ir.Const(0.0, f32)))
+    k = ir.Kernel("k", (ir.Param("x", f32, True), ir.Param("out", f32, True)),
+                  (ir.Local("i", u32), ir.Local("j", u32)), (), body)
+
+    def checks(native: Native) -> int:
+        lowered = check_accesses(k, in_bounds(k, CubeDim(64)), native)
+        return sum(isinstance(n, ir.If) for n in ir.walk(lowered.body))
+
+    assert checks(Native()) == 5  # both loads, all three stores
+    assert checks(Native(checked_position=True)) == 2  # out[i + 1], out[j]

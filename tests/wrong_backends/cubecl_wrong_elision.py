@@ -13,6 +13,7 @@ from cubecl_server.backend.compiling import ExecutionMode
 from cubecl_server.backends.cpu.compiler import CpuCompiler
 from cubecl_server.lowering.passes.bounds import InBounds
 from cubecl_server.lowering.passes.checked import check_accesses
+from cubecl_server.lowering.passes.native import Native
 
 NAME = "wrong_elision"
 
@@ -39,7 +40,7 @@ class WrongElisionCompiler(CpuCompiler):
         pass run here with the wrong proofs, the rest as in unchecked mode."""
         if mode is ExecutionMode.CHECKED:
             proofs = InBounds(kernel, frozenset(_under_length_guards(kernel.body)))
-            kernel, mode = check_accesses(kernel, proofs), ExecutionMode.UNCHECKED
+            kernel, mode = check_accesses(kernel, proofs, Native()), ExecutionMode.UNCHECKED
         return super().compile(kernel, cube_dim, mode)
 
 

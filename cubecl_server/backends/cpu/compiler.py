@@ -107,10 +107,13 @@ _FLOAT_FNS = {ir.MathFn.EXP: "np.exp", ir.MathFn.LOG: "np.log", ir.MathFn.SQRT: 
 _MATH = frozenset(_FLOAT_FNS) | {ir.MathFn.FMA}
 NATIVE = Native(nan_minmax=True, float_rem=True, builtins=ALL_BUILTINS, zeroed_shared=True,
                 zeroed_local_arrays=True, float_atomics=frozenset(ir.AtomicOp),
+                checked_position=True,
                 functions={ir.Elem.F16: _MATH, ir.Elem.F32: _MATH, ir.Elem.F64: _MATH})
 """What NumPy computes itself: its ufuncs (``fmin``/``fmax`` with the NaN rule,
 ``fmod``), every builtin from the chunk's grid, arrays allocated zeroed, atomics run
-lane after lane. The rest - short circuits, the integer functions - is IR."""
+lane after lane, accesses at the unit's position as slices that stop at the array's
+end (``support.view_pos``, ``store_pos``). The rest - short circuits, the integer
+functions - is IR."""
 _PLANE_FNS = {ir.PlaneFn.SUM: "_s.plane_sum", ir.PlaneFn.MAX: "_s.plane_max",
               ir.PlaneFn.MIN: "_s.plane_min", ir.PlaneFn.PROD: "_s.plane_prod",
               ir.PlaneFn.ALL: "_s.plane_all", ir.PlaneFn.ANY: "_s.plane_any",

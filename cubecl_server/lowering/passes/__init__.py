@@ -69,7 +69,7 @@ def lower(kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode, native: Nat
 
     Raises ``CompilationError`` (naming ``backend``) for what cannot be lowered."""
     if mode is ExecutionMode.CHECKED:
-        kernel = check_accesses(kernel, in_bounds(kernel, cube_dim))
+        kernel = check_accesses(kernel, in_bounds(kernel, cube_dim), native)
     kernel = clear_arrays(kernel, cube_dim, native)
     kernel = loop_float_atomics(kernel, native)
     kernel = polyfill_math(kernel, native, backend)

@@ -14,7 +14,10 @@ prove inside its array gets its check as IR, so no emitter writes one.
 
 ``n`` is ``buffer_len`` for an array parameter (counting elements, for a line array
 too, in the core IR) and the size for a shared or local array. The accesses
-:func:`~cubecl_server.lowering.passes.bounds.in_bounds` proved are left as they are.
+:func:`~cubecl_server.lowering.passes.bounds.in_bounds` proved are left as they are,
+and so are those of an array parameter at the unit's own ``ABSOLUTE_POS`` (the
+builtin, or a local set once to it at the top of the kernel) where the target's own
+accesses there are checked (``Native.checked_position``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 from cubecl_server import ir
 from cubecl_server.lowering.passes.bounds import InBounds
 from cubecl_server.lowering.passes.build import V, const
+from cubecl_server.lowering.passes.native import Native
 from cubecl_server.lowering.passes.rewrite import Rewriter
 
 __all__ = ["check_accesses"]
@@ -29,16 +33,37 @@ __all__ = ["check_accesses"]
 E = ir.Elem
 
 
-def check_accesses(kernel: ir.Kernel, proven: InBounds) -> ir.Kernel:
+_POS = ir.Builtin(ir.BuiltinName.ABSOLUTE_POS)
+
+
+def check_accesses(kernel: ir.Kernel, proven: InBounds, native: Native) -> ir.Kernel:
     """``kernel`` with an explicit check on each access not in ``proven`` (what
-    :func:`~cubecl_server.lowering.passes.bounds.in_bounds` proved of it)."""
-    return _Checked(kernel, proven).run()
+    :func:`~cubecl_server.lowering.passes.bounds.in_bounds` proved of it) nor checked
+    by the target itself (``native``)."""
+    return _Checked(kernel, proven, native.checked_position).run()
+
+
+def _position_names(kernel: ir.Kernel) -> frozenset[str]:
+    """The locals that hold the unit's ``ABSOLUTE_POS`` wherever they are read: set to
+    it once, at the top level of the kernel, and nowhere else."""
+    counts: dict[str, int] = {}
+    for name in ir.assigned_names(kernel.body):
+        counts[name] = counts.get(name, 0) + 1
+    return frozenset(s.name for s in kernel.body
+                     if isinstance(s, ir.Assign) and s.value == _POS and counts[s.name] == 1)
 
 
 class _Checked(Rewriter):
-    def __init__(self, kernel: ir.Kernel, proven: InBounds) -> None:
+    def __init__(self, kernel: ir.Kernel, proven: InBounds, at_position: bool) -> None:
         super().__init__(kernel)
         self.proven = proven
+        self.positions = _position_names(kernel) if at_position else None
+
+    def left(self, array: str, index: ir.Expr) -> bool:
+        """Whether an access of ``array`` at ``index`` is the target's to check."""
+        if self.positions is None or array not in self.arrays or self.line(array) != 1:
+            return False
+        return index == _POS or (isinstance(index, ir.Var) and index.name in self.positions)
 
     # ------------------------------------------------------------ pieces
 
@@ -70,7 +95,7 @@ class _Checked(Rewriter):
     # ------------------------------------------------------------ accesses
 
     def expr(self, e: ir.Expr) -> ir.Expr:
-        if isinstance(e, ir.Load) and e not in self.proven:
+        if isinstance(e, ir.Load) and e not in self.proven and not self.left(e.array, e.index):
             return self.load(e)
         return super().expr(e)
 
@@ -101,7 +126,7 @@ class _Checked(Rewriter):
         return t
 
     def stmt(self, s: ir.Stmt) -> None:
-        if isinstance(s, ir.Store) and s not in self.proven:
+        if isinstance(s, ir.Store) and s not in self.proven and not self.left(s.array, s.index):
             self.store(s)
         elif isinstance(s, ir.AtomicStmt) and s not in self.proven:
             self.atomic(s)

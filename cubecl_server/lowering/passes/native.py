@@ -62,6 +62,10 @@ class Native:
     - ``zeroed_shared``, ``zeroed_local_arrays``: shared arrays (per cube) and local
       arrays (per unit) start at zero without a word from the kernel. Without them
       the kernel clears them first (shared ones behind a barrier).
+    - ``checked_position``: a load of an array parameter (not of lines) at the unit's
+      own ``ABSOLUTE_POS`` reads 0 past the array's end, and a store there is dropped,
+      as checked mode wants, with no check written (the cpu's slices of a chunk's
+      positions). Without it checked mode checks those accesses as any other.
     """
 
     short_circuit: bool = False
@@ -72,6 +76,7 @@ class Native:
     builtins: frozenset[ir.BuiltinName] = GRID_BUILTINS
     zeroed_shared: bool = False
     zeroed_local_arrays: bool = False
+    checked_position: bool = False
 
     def has(self, fn: ir.MathFn, t: ir.Type) -> bool:
         """Whether the target computes ``fn`` on values of ``t`` (a line's element type)
