@@ -234,7 +234,42 @@ def _launch(c: ComputeClient) -> KernelFunction:
     return k
 
 
-@pytest.mark.parametrize("damage", ["garbage", "other kernel", "bad json"])
+_LOAD_X = ('{"node":"Load","array":"x","index":{"node":"Var","name":"i","type":{"enum":'
+           '"Elem","v":"u32"}},"type":{"enum":"Elem","v":"f32"}}')
+_THREE = '{"float":"0x1.8000000000000p+1"}'
+_STORE = '"node":"Store","array":"out","index":{"node":"Var","name":"i"'
+
+
+def _neg(x: str) -> str:
+    return ('{"node":"Unary","op":{"enum":"UnOp","v":"-"},"x":' + x
+            + ',"type":{"enum":"Elem","v":"f32"}}')
+
+
+_FORGERIES = {
+    # What a forged row may hold: each is a well-formed envelope, rightly bound.
+    "bad json": lambda text: "{]",
+    "other kernel": lambda text: ir.to_json(_other.ir()),
+    "deep nesting": lambda text: text.replace('"orelse":[]',
+                                              '"orelse":' + "[" * 100_000 + "]" * 100_000),
+    "deep unary chain": lambda text: text.replace(_LOAD_X, _deep_negation(5000), 1),
+    "huge integer": lambda text: text.replace(_THREE, "9" * 4000),
+    "string constant": lambda text: text.replace(_THREE, '"3"'),
+    "wrong shape": lambda text: text.replace('"orelse":[]', '"orelse":{"node":"Kernel"}'),
+    "index as string": lambda text: text.replace(
+        _STORE + ',"type":{"enum":"Elem","v":"u32"}}', '"node":"Store","array":"out","index":"i"'),
+    "unknown array": lambda text: text.replace(_STORE, _STORE.replace('"out"', '"nope"')),
+}
+
+
+def _deep_negation(depth: int) -> str:
+    """x[i] under ``depth`` negations (an even number: the value is unchanged)."""
+    text = _LOAD_X
+    for _ in range(depth):
+        text = _neg(text)
+    return text
+
+
+@pytest.mark.parametrize("damage", ["garbage", *_FORGERIES])
 def test_a_damaged_entry_is_purged_and_the_kernel_parsed_again(
         damage: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     parsed: list[str] = []
@@ -252,8 +287,9 @@ def test_a_damaged_entry_is_purged_and_the_kernel_parsed_again(
     else:
         # A well-formed, rightly bound envelope holding the wrong thing.
         d = decode_artifact(value, namespace=NAMESPACE, key=key)
-        other = ir.to_json(_other.ir()).encode() if damage == "other kernel" else b"{]"
-        new = encode_artifact(d.kind, d.header, other, namespace=NAMESPACE, key=key)
+        forged = _FORGERIES[damage](d.payload.decode())
+        assert forged != d.payload.decode()
+        new = encode_artifact(d.kind, d.header, forged.encode(), namespace=NAMESPACE, key=key)
     with sqlite3.connect(environment_database()) as conn:
         conn.execute("UPDATE entries SET value = ?, checksum = ?, size = ? WHERE key = ?",
                      (new, hashlib.sha256(new).hexdigest(), len(new), key))

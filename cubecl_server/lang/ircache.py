@@ -37,7 +37,8 @@ from typing import Any
 from cubecl_server import __version__, ir
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.config import config
-from cubecl_server.errors import StoreError
+from cubecl_server.errors import CompilationError, StoreError
+from cubecl_server.ir_check import check_kernel
 from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
 from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
@@ -221,7 +222,27 @@ def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
     if kernel.name != fn.__name__ or kernel.params != params or kernel.comptime != bound:
         raise CorruptEntry(f"it holds kernel {kernel.name!r} with other parameters or "
                            "comptime values")
+    _check(kernel)
     return kernel
+
+
+def _check(kernel: ir.Kernel) -> None:
+    """CorruptEntry unless ``kernel`` obeys every rule of the IR.
+
+    The loader checks every kernel before lowering it, and a parsed kernel passes; a
+    stored one that does not was forged or damaged, and kept it would fail every
+    launch in every process. The verdict is cached, so the loader's check is free.
+    A value this module did not write may break the checker itself (a shape that no
+    rule expects, nesting that exhausts the stack): that is a bad entry too.
+    """
+    try:
+        check_kernel(kernel, "the IR cache")
+    except CompilationError as e:
+        raise CorruptEntry(f"it breaks a rule of the IR: {e}") from None
+    except (RecursionError, MemoryError, ArithmeticError, LookupError, TypeError,
+            ValueError, AttributeError) as e:
+        raise CorruptEntry(f"it is not IR the checker can read ({type(e).__name__}: "
+                           f"{e})") from None
 
 
 def _lookup(store: _IrStore, fn: Callable[..., Any], key: str,
