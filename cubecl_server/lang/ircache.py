@@ -48,7 +48,7 @@ from .reads import Path, Reads, fingerprint, resolve
 from .signature import KernelSignature
 from .source import code_location, quick_text
 
-__all__ = ["NAMESPACE", "cached_kernel", "language_version"]
+__all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_version"]
 
 log = logger("lang")
 
@@ -243,6 +243,30 @@ def _check(kernel: ir.Kernel) -> None:
             ValueError, AttributeError) as e:
         raise CorruptEntry(f"it is not IR the checker can read ({type(e).__name__}: "
                            f"{e})") from None
+
+
+def entry_problem(key: str, value: bytes) -> str | None:
+    """Why the value stored under ``key`` in :data:`NAMESPACE` is not an entry this
+    module wrote and would use, or None: the checks a lookup makes, short of those
+    that need the kernel's function (its name, parameters and the reads now)."""
+    try:
+        d = decode_artifact(value, namespace=NAMESPACE, key=key)
+        if d.kind == _READS:
+            _reads_of(d.header)
+            return None
+        if d.kind != _KERNEL:
+            raise CorruptEntry(f"a {d.kind!r} entry, not IR")
+        elems = d.header.get("elems")
+        if not isinstance(elems, list) or not all(e in _ELEMS for e in elems):
+            raise CorruptEntry("an IR entry without its launch plan")
+        try:
+            kernel = ir.kernel_from_json(d.payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise CorruptEntry(str(e)) from None
+        _check(kernel)
+    except CorruptEntry as e:
+        return str(e)
+    return None
 
 
 def _lookup(store: _IrStore, fn: Callable[..., Any], key: str,
