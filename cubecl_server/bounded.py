@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "Unbounded", "expect", "loads"]
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "Unbounded", "check_depth", "expect", "loads"]
 
 MAX_DEPTH = 256
 """The deepest nesting of arrays and objects :func:`loads` accepts by default. The
@@ -70,8 +70,9 @@ def _brackets(data: bytes) -> bytes:
     return _STRING.sub(b"", kept) if b'"' in kept else kept
 
 
-def _check_depth(data: bytes, max_depth: int) -> None:
-    """Raise Unbounded if ``data`` nests arrays and objects deeper than ``max_depth``.
+def check_depth(data: bytes, max_depth: int) -> None:
+    """Raise Unbounded if the JSON ``data`` nests arrays and objects deeper than
+    ``max_depth``.
 
     Every innermost empty pair of brackets goes, one level per pass: each pass is
     one regular-expression scan in C, so a deep document costs at most ``max_depth``
@@ -100,7 +101,7 @@ def loads(data: str | bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH,
     try:
         raw, text = (data, data.decode("utf-8")) if isinstance(data, bytes) \
             else (data.encode("utf-8"), data)
-        _check_depth(raw, max_depth)
+        check_depth(raw, max_depth)
         return json.loads(text, parse_int=_integer, parse_constant=_reject_constant,
                           object_hook=object_hook)
     except Unbounded:

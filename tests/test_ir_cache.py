@@ -258,7 +258,24 @@ _FORGERIES = {
     "index as string": lambda text: text.replace(
         _STORE + ',"type":{"enum":"Elem","v":"u32"}}', '"node":"Store","array":"out","index":"i"'),
     "unknown array": lambda text: text.replace(_STORE, _STORE.replace('"out"', '"nope"')),
+    "endless while": lambda text: _around_store(
+        text, '{"node":"While","cond":' + _const("true", "bool") + ',"body":[', "]}"),
+    "unrolled 4e9 times": lambda text: _around_store(
+        text, '{"node":"For","var":"i","start":' + _const("0", "u32") + ',"stop":'
+        + _const("4000000000", "u32") + ',"step":' + _const("1", "u32") + ',"body":[',
+        '],"unroll":true}'),
 }
+
+
+def _const(value: str, elem: str) -> str:
+    return f'{{"node":"Const","value":{value},"type":{{"enum":"Elem","v":"{elem}"}}}}'
+
+
+def _around_store(text: str, before: str, after: str) -> str:
+    """``text`` with the kernel's one store inside the statement ``before`` opens and
+    ``after`` closes."""
+    return text.replace('"then":[', '"then":[' + before, 1).replace(
+        '],"orelse":[]', after + '],"orelse":[]', 1)
 
 
 def _deep_negation(depth: int) -> str:

@@ -34,7 +34,7 @@ from functools import cache
 from pathlib import Path as FilePath
 from typing import Any
 
-from cubecl_server import __version__, ir
+from cubecl_server import __version__, bounded, ir
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.config import config
 from cubecl_server.errors import CompilationError, StoreError
@@ -307,6 +307,10 @@ def _store_chain(store: _IrStore, walk: _Walk, reads: Reads, kernel: ir.Kernel,
     key = walk.key
     if key is None or not reads.keyable or store.db.read_only:
         return
+    try:
+        bounded.check_depth(text.encode(), ir.MAX_KERNEL_DEPTH)
+    except bounded.Unbounded:
+        return  # deeper than any stored kernel is read back: stored, it would be purged
     rest = {p: fp for p, fp in reads.found.items() if p not in walk.covered}
     if any(walk.covered[p] != fp for p, fp in reads.found.items() if p in walk.covered):
         return  # a value changed while the kernel was parsed: no key says which
