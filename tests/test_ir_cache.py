@@ -379,3 +379,70 @@ def test_reads_name_helpers_scopes_and_module_attributes(tmp_path: Path) -> None
         assert fingerprint(resolve(mod.nested.fn, path)) == fp
     mod.OFFSET = 3
     assert fingerprint(resolve(mod.nested.fn, ("shift", "OFFSET"))) == "int:3"
+
+
+_AXPB_MODULE = '''
+from cubecl_server.lang import ABSOLUTE_POS, Array, f32, kernel
+
+@kernel
+def _axpb(x: Array[f32], out: Array[f32]) -> None:
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] * 3.0 + 1.0
+'''
+
+# Launches the module's _axpb on the backend in argv[2]; prints whether the result
+# matched NumPy and whether the frontend parsed the kernel.
+_AXPB_RUN = '''
+import importlib.util, json, sys
+import numpy as np
+import cubecl_server.lang.frontend as frontend
+from cubecl_server.client import create_client
+
+parsed = []
+real = frontend.parse_kernel
+frontend.parse_kernel = lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k)
+spec = importlib.util.spec_from_file_location("axpb", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+c = create_client(sys.argv[2])
+x = np.random.default_rng().standard_normal(300).astype(np.float32)
+hx, ho = c.create(x), c.empty(300, np.float32)
+mod._axpb.launch(c, 5, 64, hx, ho)
+# atol: a device may fuse the multiply and add (x near -1/3 ends near zero).
+ok = bool(np.allclose(c.read(ho), x * np.float32(3.0) + np.float32(1.0), rtol=1e-6,
+                      atol=1e-6))
+print(json.dumps({"ok": ok, "parsed": bool(parsed)}))
+'''
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl", "vulkan"])
+@pytest.mark.parametrize("damage", ["deep nesting", "huge integer", "unknown array",
+                                    "endless while"])
+def test_a_forged_row_costs_one_warning_in_the_next_process_and_none_after(
+        damage: str, backend: str, tmp_path: Path) -> None:
+    module = tmp_path / "axpb.py"
+    module.write_text(_AXPB_MODULE)
+    env = {"CUBECL_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run() -> tuple[dict[str, Any], list[str]]:
+        proc = run_python(f"import sys; sys.argv = ['run', {str(module)!r}, {backend!r}]\n"
+                          + _AXPB_RUN, env=env, timeout=120)
+        return last_json_line(proc), [line for line in proc.stderr.splitlines()
+                                      if "stored IR" in line]
+
+    assert run() == ({"ok": True, "parsed": True}, [])
+    db = next((tmp_path / "cache").rglob("cubecl.sqlite3"))
+    with sqlite3.connect(db) as conn:
+        ((key, value),) = [r for r in conn.execute(
+            "SELECT key, value FROM entries WHERE namespace = ?", (NAMESPACE,))
+            if b"ir-kernel" in r[1]]
+        d = decode_artifact(value, namespace=NAMESPACE, key=key)
+        new = encode_artifact(d.kind, d.header, _FORGERIES[damage](d.payload.decode()).encode(),
+                              namespace=NAMESPACE, key=key)
+        conn.execute("UPDATE entries SET value = ?, checksum = ?, size = ? WHERE key = ?",
+                     (new, hashlib.sha256(new).hexdigest(), len(new), key))
+    report, warnings = run()
+    assert report == {"ok": True, "parsed": True} and len(warnings) == 1, (report, warnings)
+    assert f"stored IR {key[:16]} rejected" in warnings[0]
+    assert run() == ({"ok": True, "parsed": False}, [])
