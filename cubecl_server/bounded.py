@@ -6,8 +6,8 @@ anyone with write access to the file or the server. Before such text is trusted 
 passes :func:`loads`, which bounds its size, its nesting and its numbers before the
 standard decoder sees it, so a forged value fails with :class:`Unbounded` (a
 ``ValueError``) rather than exhausting the stack (``RecursionError``), memory, or
-the integer conversion of a later ``struct.pack``. :func:`expect` checks the type
-of one decoded value, for the readers that then pick a document apart.
+the integer conversion of a later ``struct.pack``. The readers then check the type
+of every value they pick out of the document.
 """
 
 from __future__ import annotations
@@ -15,20 +15,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "Unbounded", "check_depth", "expect", "loads"]
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "Unbounded", "check_depth", "loads"]
 
 MAX_DEPTH = 256
-"""The deepest nesting of arrays and objects :func:`loads` accepts by default. The
-frontend's deepest kernels nest a few dozen levels; Python's own decoder and every
-recursive walk over the IR stay far from the interpreter's recursion limit below
-this."""
+"""The deepest nesting of arrays and objects :func:`loads` accepts by default: Python's
+own decoder, and a recursive walk over what it returns, stay far from the
+interpreter's recursion limit below this (readers of deeper formats ask for less)."""
 MAX_INT_DIGITS = 40
 """The most digits an integer may have: more than any 128-bit value, far fewer than
 would make a conversion slow or a packing fail unexpectedly."""
-
-T = TypeVar("T")
 
 _STRUCTURE = b'[]{}"\\'
 _OTHER_BYTES = bytes(sorted(set(range(256)) - set(_STRUCTURE)))
@@ -40,7 +37,7 @@ _EMPTY_PAIR = re.compile(rb"\[\]|\{\}")
 
 class Unbounded(ValueError):
     """Text read from elsewhere that is not JSON within the bounds asked for (too big,
-    nested too deep, a number too long) or not of the type expected."""
+    nested too deep, a number too long)."""
 
 
 def _reject_constant(name: str) -> None:
@@ -108,11 +105,3 @@ def loads(data: str | bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH,
         raise
     except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError
         raise Unbounded(f"not JSON: {e}") from None
-
-
-def expect(value: object, kind: type[T], what: str) -> T:
-    """``value`` when it is a ``kind`` (a bool is not an int here); Unbounded naming
-    ``what`` otherwise."""
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise Unbounded(f"{what} is a {type(value).__name__}, not a {kind.__name__}")
-    return value
