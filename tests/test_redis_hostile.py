@@ -6,6 +6,7 @@ warning."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from conftest import last_json_line, run_python
-from test_redis_tier import SECRET, WORKLOAD
+from test_redis_tier import SECRET, WORKLOAD, _machine, _scale, _tier_warnings
+
+from cubecl_server.persistence import remote
 
 BACKENDS = ["cpu", "opencl", "vulkan"]
 
@@ -21,8 +24,8 @@ BACKENDS = ["cpu", "opencl", "vulkan"]
 class HostileRedis:
     """A server on a free loopback port that answers every command ``+OK`` except
     where ``mode`` misbehaves: ``trickle`` answers GET with a 10 MB string sent a byte
-    every 0.5 s, ``endless`` with a line that never ends, ``handshake`` answers HELLO
-    with a status where the client expects a map."""
+    every 0.5 s, ``endless`` with a line that never ends, ``large`` with a 1 MB string
+    at once, ``handshake`` answers HELLO with a status where the client expects a map."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
@@ -69,6 +72,8 @@ class HostileRedis:
             conn.sendall(b"$10000000\r\n")
             while not self._stop.wait(0.5):
                 conn.sendall(b"x")
+        elif self.mode == "large" and name == b"GET":
+            conn.sendall(b"$1000000\r\n" + b"x" * 1_000_000 + b"\r\n")
         elif self.mode == "endless" and name == b"GET":
             conn.sendall(b"+")
             chunk = b"a" * 65536
@@ -130,3 +135,21 @@ def test_a_hostile_server_costs_one_warning_and_the_results_stay_right(
         warnings = [line for line in proc.stderr.splitlines() if "shared tier" in line]
         assert len(warnings) == 1 and "off for this process" in warnings[0], \
             (machine, warnings)
+
+
+def test_a_reply_larger_than_the_limit_is_cut_off(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    server = HostileRedis("large")
+    try:
+        caplog.set_level(logging.WARNING)
+        # A limit below the reply, so that the size, not the deadline, ends it.
+        monkeypatch.setattr(remote, "MAX_REPLY", 64 << 10)
+        monkeypatch.setenv("CUBECL_STORE_URL", server.url())
+        monkeypatch.setenv("CUBECL_STORE_SECRET", SECRET)
+        c = _machine(tmp_path / "one", monkeypatch)
+        assert [_scale(c, d) for d in (32, 64)] == ["compiled"] * 2
+        [warning] = _tier_warnings(caplog, "off for this process")
+        assert f"a reply of more than {64 << 10} bytes" in warning, warning
+    finally:
+        server.close()

@@ -25,6 +25,7 @@ from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.config import reload_config
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.persistence import decode_artifact, encode_artifact
+from cubecl_server.persistence.remote import shared_tier
 from cubecl_server.persistence.signing import Secret
 
 SECRET = "fleet-secret-for-the-redis-tests"
@@ -304,6 +305,12 @@ def test_a_redis_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         assert _scale(_machine(tmp_path / "one", monkeypatch), 64) == "compiled"
         assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "loaded"
         assert len(admin.keys("*")) == 1
+        # Each node's connections keep to the request's deadline and size, as a
+        # single server's do.
+        tier = shared_tier()
+        assert tier is not None
+        node = tier._client.get_default_node().redis_connection
+        assert node.connection_pool.connection_class.__name__ == "Bounded"
     finally:
         _stop(server)
 
