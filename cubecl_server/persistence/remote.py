@@ -50,7 +50,7 @@ MAX_REPLY = 32 << 20
 """Bytes one request may read: more than any artifact, far less than would hurt."""
 
 _CLUSTER = "+cluster"
-R = TypeVar("R")
+_R = TypeVar("_R")
 
 
 class ReplyTooLarge(OSError):
@@ -107,10 +107,11 @@ class _BoundedSocket:
         self._spend(len(data))
         return data
 
-    def recv_into(self, buffer: Any, size: int = 0, *flags: int) -> int:
-        """Read into ``buffer``, by the deadline and within the budget."""
+    def recv_into(self, buffer: Any, *args: Any) -> int:
+        """Read into ``buffer``, by the deadline and within the budget (``args``: the
+        socket's size and flags, as given: a TLS socket reads their defaults its own way)."""
         self._arm()
-        n = self._sock.recv_into(buffer, size, *flags)
+        n = self._sock.recv_into(buffer, *args)
         self._spend(n)
         return n
 
@@ -123,7 +124,7 @@ class _BoundedSocket:
         return getattr(self._sock, name)
 
 
-def _bounded(command: Callable[[], R]) -> R:
+def _bounded(command: Callable[[], _R]) -> _R:
     """Run one request of the client library within :data:`REQUEST_S` and
     :data:`MAX_REPLY`."""
     _request.deadline, _request.left = time.monotonic() + REQUEST_S, MAX_REPLY
