@@ -151,10 +151,11 @@ def test_verify_decodes_stored_ir_and_tunings(capsys: pytest.CaptureFixture[str]
     # Rows with their checksums right, each holding what no process wrote: the
     # checksum pass alone finds nothing wrong with them.
     tunes = namespace("cpu", "v", "t")
+    plan = {"line": 1, "read": [], "written": [], "elems": []}
     forged = {
-        (IR, "deep"): encode_artifact("ir-kernel", {"elems": []}, b"[" * 100_000 + b"]" * 100_000,
+        (IR, "deep"): encode_artifact("ir-kernel", plan, b"[" * 100_000 + b"]" * 100_000,
                                       namespace=IR, key="deep"),
-        (IR, "typed"): encode_artifact("ir-kernel", {"elems": []}, b'{"node":"Kernel",'
+        (IR, "typed"): encode_artifact("ir-kernel", plan, b'{"node":"Kernel",'
                                        b'"name":7}', namespace=IR, key="typed"),
         (IR, "reads"): encode_artifact("ir-reads", {"reads": [[1]]}, b"", namespace=IR,
                                        key="reads"),

@@ -196,15 +196,22 @@ def _reads_of(header: dict[str, Any]) -> list[Path]:
     return [tuple(p) for p in reads]
 
 
-def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
-               params: tuple[ir.Param, ...], bound: tuple[tuple[str, Any], ...]) -> ir.Kernel:
-    """The kernel a chain's end holds; CorruptEntry if it is not the one asked for."""
+def _plan_of(header: dict[str, Any]) -> tuple[int, list[str], list[str], list[str]]:
+    """The line, arrays read and written and element types a chain's end names;
+    CorruptEntry if the header is not one this module writes."""
     line, read, written = header.get("line"), header.get("read"), header.get("written")
     elems = header.get("elems")
     if not (isinstance(line, int) and isinstance(read, list) and isinstance(written, list)
             and all(isinstance(n, str) for n in (*read, *written))
             and isinstance(elems, list) and all(e in _ELEMS for e in elems)):
         raise CorruptEntry("an IR entry without its line and launch plan")
+    return line, read, written, elems
+
+
+def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
+               params: tuple[ir.Param, ...], bound: tuple[tuple[str, Any], ...]) -> ir.Kernel:
+    """The kernel a chain's end holds; CorruptEntry if it is not the one asked for."""
+    line, read, written, elems = _plan_of(header)
     # Decoding makes thousands of acyclic nodes for a large kernel: a collection of
     # every generation in the middle of it (long, after a large import such as CuPy)
     # would find nothing to free.
@@ -231,7 +238,8 @@ def _check(kernel: ir.Kernel) -> None:
 
     The loader checks every kernel before lowering it, and a parsed kernel passes; a
     stored one that does not was forged or damaged, and kept it would fail every
-    launch in every process. The verdict is cached, so the loader's check is free.
+    launch in every process. The verdict is cached: the loader's own check, when it
+    compiles the kernel, costs nothing more.
     A value this module did not write may break the checker itself (a shape that no
     rule expects, nesting that exhausts the stack): that is a bad entry too.
     """
@@ -256,9 +264,7 @@ def entry_problem(key: str, value: bytes) -> str | None:
             return None
         if d.kind != _KERNEL:
             raise CorruptEntry(f"a {d.kind!r} entry, not IR")
-        elems = d.header.get("elems")
-        if not isinstance(elems, list) or not all(e in _ELEMS for e in elems):
-            raise CorruptEntry("an IR entry without its launch plan")
+        _plan_of(d.header)
         try:
             kernel = ir.kernel_from_json(d.payload.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:

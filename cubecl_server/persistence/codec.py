@@ -52,7 +52,7 @@ FORMAT_VERSION = 2
 MAX_HEADER = 4 << 20
 """The longest header JSON an envelope may have: headers name a few strings and
 numbers, so anything near this was not written here (and is not decoded)."""
-_HEADER_DEPTH = 32
+_HEADER_DEPTH = 32  # a header is a flat object of a few lists and maps
 
 HeaderValue: TypeAlias = str | int | float | bool | list[Any] | dict[str, Any] | None
 
