@@ -446,3 +446,23 @@ def test_a_forged_row_costs_one_warning_in_the_next_process_and_none_after(
     assert report == {"ok": True, "parsed": True} and len(warnings) == 1, (report, warnings)
     assert f"stored IR {key[:16]} rejected" in warnings[0]
     assert run() == ({"ok": True, "parsed": False}, [])
+
+
+def test_a_kernel_deeper_than_a_stored_one_may_be_is_not_stored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    # 250 additions in a row: a left-deep tree the frontend parses, deeper than
+    # ir.MAX_KERNEL_DEPTH. Stored, it would be purged by every process that read it.
+    module = tmp_path / "deepk.py"
+    module.write_text(_AXPB_MODULE.replace("x[i] * 3.0 + 1.0", " + ".join(["x[i]"] * 250)))
+    spec = importlib.util.spec_from_file_location("deepk", module)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    parsed: list[str] = []
+    real = frontend.parse_kernel
+    monkeypatch.setattr(frontend, "parse_kernel",
+                        lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k))
+    assert kernel(mod._axpb.fn).ir() == kernel(mod._axpb.fn).ir()
+    assert parsed == ["_axpb", "_axpb"] and _rows() == []
+    assert "stored IR" not in caplog.text
