@@ -466,3 +466,48 @@ def test_a_kernel_deeper_than_a_stored_one_may_be_is_not_stored(
     assert kernel(mod._axpb.fn).ir() == kernel(mod._axpb.fn).ir()
     assert parsed == ["_axpb", "_axpb"] and _rows() == []
     assert "stored IR" not in caplog.text
+
+
+def test_stored_ir_a_backend_cannot_compile_is_purged_and_parsed_again(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from cubecl_server.errors import TaintedBufferError
+
+    parsed: list[str] = []
+    real = frontend.parse_kernel
+    monkeypatch.setattr(frontend, "parse_kernel",
+                        lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k))
+    c = create_client("cpu")
+    _launch(c)
+    ((key, value),) = [r for r in _rows() if b"ir-kernel" in r[1]]
+    # Sound IR that obeys every rule, yet this backend fails on it (as a backend with
+    # a bug would): the stored kernel must not fail every launch in every process.
+    d = decode_artifact(value, namespace=NAMESPACE, key=key)
+    forged = d.payload.decode().replace(_THREE, '{"float":"0x1.4000000000000p+2"}')
+    new = encode_artifact(d.kind, d.header, forged.encode(), namespace=NAMESPACE, key=key)
+    with sqlite3.connect(environment_database()) as conn:
+        conn.execute("UPDATE entries SET value = ?, checksum = ?, size = ? WHERE key = ?",
+                     (new, hashlib.sha256(new).hexdigest(), len(new), key))
+    compiler = c.loader.artifact_compiler
+    lower = compiler.lower
+
+    def failing(kernel: ir.Kernel, *args: Any) -> Any:
+        if "0x1.4000000000000p+2" in ir.to_json(kernel):
+            raise RuntimeError("this backend cannot compile 5.0")
+        return lower(kernel, *args)
+
+    monkeypatch.setattr(compiler, "lower", failing)
+    k = kernel(_axpb.fn)
+    x = np.arange(300, dtype=np.float32)
+    hx, ho = c.create(x), c.empty(300, np.float32)
+    k.launch(c, 5, 64, hx, ho)  # fails on the device side: a tainted output, no raise
+    with pytest.raises(TaintedBufferError, match=r"cannot compile 5\.0"):
+        c.read(ho)
+    warnings = [r.getMessage() for r in caplog.records if "stored IR" in r.getMessage()]
+    assert len(warnings) == 1 and "cpu cannot compile it" in warnings[0], warnings
+    # Purged: the next process (a new function here) parses it again and stores the
+    # kernel the frontend makes, which the one after it loads.
+    _launch(c)
+    assert parsed == ["_axpb", "_axpb"]
+    _launch(c)
+    assert parsed == ["_axpb", "_axpb"]
+    assert len([r for r in caplog.records if "stored IR" in r.getMessage()]) == 1

@@ -48,7 +48,7 @@ from .reads import Path, Reads, fingerprint, resolve
 from .signature import KernelSignature
 from .source import code_location, quick_text
 
-__all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_version"]
+__all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_version", "not_compiled"]
 
 log = logger("lang")
 
@@ -110,6 +110,8 @@ class _IrStore:
     def __init__(self, db: SqliteStore) -> None:
         self.db = db
         self.broken = False
+        self.not_compiled: set[str] = set()
+        """Keys purged because the kernel there did not compile (:func:`not_compiled`)."""
 
     def _fail(self, what: str, err: StoreError) -> None:
         if not self.broken:
@@ -333,10 +335,12 @@ def _store_chain(store: _IrStore, walk: _Walk, reads: Reads, kernel: ir.Kernel,
 
 def cached_kernel(fn: Callable[..., Any], sig: KernelSignature,
                   bound: tuple[tuple[str, Any], ...], sizes: dict[str, int],
-                  parse: Callable[[Reads], tuple[ir.Kernel, str]]) -> ir.Kernel:
+                  parse: Callable[[Reads], tuple[ir.Kernel, str]],
+                  ) -> tuple[ir.Kernel, str | None]:
     """Kernel ``fn`` with the comptime values ``bound`` and line sizes ``sizes``, from
     the store when a parse of the same everything is there, else from ``parse`` (then
-    stored).
+    stored); with the key it was found under (None: parsed here), for
+    :func:`not_compiled`.
 
     ``parse`` runs the frontend, telling the :class:`~.reads.Reads` it is given what
     it read, and returns the kernel with the text the frontend parsed.
@@ -344,16 +348,32 @@ def cached_kernel(fn: Callable[..., Any], sig: KernelSignature,
     store = _store()
     text = quick_text(fn)
     if store is None or text is None:
-        return parse(Reads())[0]
+        return parse(Reads())[0], None
     key = _first_key(fn, text, sig, bound, sizes)
     params = sig.specialise(dict(bound), sizes)
     found, walk = _lookup(store, fn, key, params, bound)
     if found is not None:
-        return found
+        return found, walk.key
     reads = Reads()
     kernel, parsed = parse(reads)
     # Stored only when the frontend parsed the very text in the first key (it reads
     # further lines when indentation alone cannot end the definition).
     if parsed == textwrap.dedent(text):
         _store_chain(store, walk, reads, kernel, ir.kernel_to_json(kernel))
-    return kernel
+    return kernel, None
+
+
+def not_compiled(key: str, backend: str, error: Exception) -> bool:
+    """Purge the stored kernel found under ``key``, which ``backend`` could not compile
+    (``error``), so that it is parsed again; whether it was purged now (once per key
+    and process: a kernel the frontend itself makes that does not compile is not
+    purged again and again)."""
+    store = _store()
+    if store is None:
+        return False
+    with _stores_lock:
+        if key in store.not_compiled:
+            return False
+        store.not_compiled.add(key)
+    store.purge(key, f"{backend} cannot compile it: {type(error).__name__}: {error}")
+    return True
