@@ -31,8 +31,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
+from cubecl_server import bounded
+
 __all__ = [
-    "Elem", "Line", "Type", "LINE_SIZES", "elem_of", "line_size", "Param", "Local",
+    "MAX_KERNEL_DEPTH", "MAX_KERNEL_JSON", "Elem", "Line", "Type", "LINE_SIZES", "elem_of",
+    "line_size", "Param", "Local",
     "SharedArray", "LocalArray", "SourceLoc",
     "Const", "Var", "Builtin", "BuiltinName", "Binary", "BinOp", "Unary", "UnOp",
     "Math", "MathFn", "Cast", "Bitcast", "Select", "Load", "Len", "Shape", "Stride", "PlaneOp",
@@ -980,6 +983,15 @@ def kernel_to_json(kernel: Kernel) -> str:
     return text
 
 
+MAX_KERNEL_JSON = 64 << 20
+"""The longest serialised kernel :func:`kernel_from_json` decodes (far beyond any
+kernel the frontend makes)."""
+MAX_KERNEL_DEPTH = 200
+"""The deepest nesting of a serialised kernel :func:`kernel_from_json` decodes: about
+as deep as an expression Python's parser reads (200 parentheses) and every backend
+lowers, so a walk over the IR never nears the interpreter's recursion limit."""
+
+
 def kernel_from_json(text: str, loc: SourceLoc | None = None,
                      access: tuple[frozenset[str], frozenset[str]] | None = None,
                      elems: frozenset[Elem] | None = None) -> Kernel:
@@ -988,11 +1000,18 @@ def kernel_from_json(text: str, loc: SourceLoc | None = None,
     of ``text``, not of a new encoding: to_json's output is canonical, so that is the
     digest it would give.
 
-    Raises ValueError when ``text`` is not a serialised kernel.
+    Raises ValueError when ``text`` is not a serialised kernel, or is one beyond the
+    bounds of :func:`cubecl_server.bounded.loads` (at most :data:`MAX_KERNEL_JSON`
+    bytes, :data:`MAX_KERNEL_DEPTH` levels): the text may come from a store anyone
+    could have written.
     """
     try:
-        kernel = from_json(text)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        value = bounded.loads(text, max_bytes=MAX_KERNEL_JSON, max_depth=MAX_KERNEL_DEPTH,
+                              object_hook=_decode_object)
+        kernel = _tuple(value) if type(value) is list else value
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, struct.error,
+            RecursionError) as exc:
+        # A node's own checks raise what they raise on a value no frontend made.
         raise ValueError(f"not a serialised kernel: {type(exc).__name__}: {exc}") from None
     if type(kernel) is not Kernel:
         raise ValueError(f"not a serialised kernel: a {type(kernel).__name__}")

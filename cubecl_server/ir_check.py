@@ -16,9 +16,13 @@ from functools import lru_cache
 from cubecl_server import ir
 from cubecl_server.errors import CompilationError
 
-__all__ = ["check_kernel"]
+__all__ = ["MAX_UNROLL", "check_kernel"]
 
 E = ir.Elem
+MAX_UNROLL = 4096
+"""The most iterations an unrolled ``For`` may have: a backend copies the body that many
+times, so a larger count (a typo, or a forged row of the IR cache) would make the
+compile itself endless."""
 _ATOMIC_ELEMS = (E.I32, E.U32, E.I64, E.U64)
 _MAX_SHARED = (1 << 32) - 1
 _TMA_RANK = 5  # the most dimensions a tensor map has (cuTensorMapEncodeTiled)
@@ -106,6 +110,22 @@ class _Violation(Exception):
                 text = repr(node)
             self.message = f"{rule}, in `{text}`"
         super().__init__(self.message)
+
+
+def _leaves(body: tuple[ir.Stmt, ...]) -> bool:
+    """Whether ``body``, a loop's, holds a ``break`` of that loop or a ``return``."""
+    for s in body:
+        match s:
+            case ir.Break() | ir.Return():
+                return True
+            case ir.If(then=then, orelse=orelse):
+                if _leaves(then) or _leaves(orelse):
+                    return True
+            case ir.For(body=inner) | ir.While(body=inner):
+                # A break there leaves the inner loop only; a return leaves all.
+                if any(isinstance(x, ir.Return) for x in ir.walk(inner)):
+                    return True
+    return False
 
 
 def _is_int(t: ir.Type) -> bool:
@@ -245,6 +265,9 @@ class _Checker:
                 self.for_(s)
             case ir.While(cond=cond, body=body):
                 self.condition(cond, s)
+                if isinstance(cond, ir.Const) and cond.value is True and not _leaves(body):
+                    raise _Violation("a `while` loop whose condition is the constant true "
+                                     "needs a `break` or `return` in its body", s)
                 self.loop(body)
             case ir.Break() | ir.Continue():
                 if not self.loops:
@@ -348,6 +371,13 @@ class _Checker:
         if step.value < 0 and not t.is_signed:
             raise _Violation(f"a negative step needs a signed loop variable, but {s.var!r} "
                              f"is {t.value}", s)
+        if s.unroll:
+            start, stop = s.start, s.stop
+            assert isinstance(start, ir.Const) and isinstance(stop, ir.Const)
+            trips = max(0, -(-(stop.value - start.value) // step.value))
+            if trips > MAX_UNROLL:
+                raise _Violation(f"an unrolled loop runs at most {MAX_UNROLL} times "
+                                 f"(MAX_UNROLL), this one {trips}: drop unroll=True", s)
         self.loop(s.body)
 
     def atomic(self, s: ir.AtomicStmt) -> None:

@@ -128,6 +128,8 @@ def test_a_malformed_kept_value_is_hashed_again(
     fingerprint, _ = key._fingerprint(("cubecl_server", PACKAGE), "")
     known.put(BUILD_IDS, fingerprint, b"not a build id")
     assert fresh(known) == fresh(None)
+    # Replaced by the hashed one: the next process reads it instead of hashing.
+    assert kept(known) == [fresh(None).encode()]
 
 
 def test_cubecl_build_id_gives_a_kept_id_of_its_own(

@@ -138,3 +138,35 @@ def test_sizes_and_ages_parse_as_a_person_writes_them(tmp_path: Path) -> None:
             parse_size(bad)
     with pytest.raises(argparse.ArgumentTypeError, match="not an age"):
         parse_age("yesterday")
+
+
+def test_verify_decodes_stored_ir_and_tunings(capsys: pytest.CaptureFixture[str]) -> None:
+    from cubecl_server.lang.ircache import NAMESPACE as IR
+    from cubecl_server.persistence import encode_artifact
+    from cubecl_server.persistence.tune_cache import KIND, namespace
+
+    _fill(1)
+    db = SqliteStore.open(environment_database())
+    sound = [(e.namespace, e.key) for e in db.keys()]
+    # Rows with their checksums right, each holding what no process wrote: the
+    # checksum pass alone finds nothing wrong with them.
+    tunes = namespace("cpu", "v", "t")
+    plan = {"line": 1, "read": [], "written": [], "elems": []}
+    forged = {
+        (IR, "deep"): encode_artifact("ir-kernel", plan, b"[" * 100_000 + b"]" * 100_000,
+                                      namespace=IR, key="deep"),
+        (IR, "typed"): encode_artifact("ir-kernel", plan, b'{"node":"Kernel",'
+                                       b'"name":7}', namespace=IR, key="typed"),
+        (IR, "reads"): encode_artifact("ir-reads", {"reads": [[1]]}, b"", namespace=IR,
+                                       key="reads"),
+        (tunes, "d|x|[8]"): encode_artifact(KIND, {"winner": int("9" * 60)}, b"",
+                                            namespace=tunes, key="d|x|[8]"),
+    }
+    for (ns, key), value in forged.items():
+        db.replace(ns, key, value)
+    out = _run(capsys, "verify")
+    for ns, key in forged:
+        assert f"purged corrupt entry {ns} {key}: " in out, out
+    assert f"{len(forged)} corrupt entries purged" in out, out
+    assert sorted((e.namespace, e.key) for e in db.keys()) == sorted(sound)
+    assert "0 corrupt entries purged" in _run(capsys, "verify")

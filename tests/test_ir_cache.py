@@ -234,7 +234,59 @@ def _launch(c: ComputeClient) -> KernelFunction:
     return k
 
 
-@pytest.mark.parametrize("damage", ["garbage", "other kernel", "bad json"])
+_LOAD_X = ('{"node":"Load","array":"x","index":{"node":"Var","name":"i","type":{"enum":'
+           '"Elem","v":"u32"}},"type":{"enum":"Elem","v":"f32"}}')
+_THREE = '{"float":"0x1.8000000000000p+1"}'
+_STORE = '"node":"Store","array":"out","index":{"node":"Var","name":"i"'
+
+
+def _neg(x: str) -> str:
+    return ('{"node":"Unary","op":{"enum":"UnOp","v":"-"},"x":' + x
+            + ',"type":{"enum":"Elem","v":"f32"}}')
+
+
+_FORGERIES = {
+    # What a forged row may hold: each is a well-formed envelope, rightly bound.
+    "bad json": lambda text: "{]",
+    "other kernel": lambda text: ir.to_json(_other.ir()),
+    "deep nesting": lambda text: text.replace('"orelse":[]',
+                                              '"orelse":' + "[" * 100_000 + "]" * 100_000),
+    "deep unary chain": lambda text: text.replace(_LOAD_X, _deep_negation(5000), 1),
+    "huge integer": lambda text: text.replace(_THREE, "9" * 4000),
+    "string constant": lambda text: text.replace(_THREE, '"3"'),
+    "wrong shape": lambda text: text.replace('"orelse":[]', '"orelse":{"node":"Kernel"}'),
+    "index as string": lambda text: text.replace(
+        _STORE + ',"type":{"enum":"Elem","v":"u32"}}', '"node":"Store","array":"out","index":"i"'),
+    "unknown array": lambda text: text.replace(_STORE, _STORE.replace('"out"', '"nope"')),
+    "endless while": lambda text: _around_store(
+        text, '{"node":"While","cond":' + _const("true", "bool") + ',"body":[', "]}"),
+    "unrolled 4e9 times": lambda text: _around_store(
+        text, '{"node":"For","var":"i","start":' + _const("0", "u32") + ',"stop":'
+        + _const("4000000000", "u32") + ',"step":' + _const("1", "u32") + ',"body":[',
+        '],"unroll":true}'),
+}
+
+
+def _const(value: str, elem: str) -> str:
+    return f'{{"node":"Const","value":{value},"type":{{"enum":"Elem","v":"{elem}"}}}}'
+
+
+def _around_store(text: str, before: str, after: str) -> str:
+    """``text`` with the kernel's one store inside the statement ``before`` opens and
+    ``after`` closes."""
+    return text.replace('"then":[', '"then":[' + before, 1).replace(
+        '],"orelse":[]', after + '],"orelse":[]', 1)
+
+
+def _deep_negation(depth: int) -> str:
+    """x[i] under ``depth`` negations (an even number: the value is unchanged)."""
+    text = _LOAD_X
+    for _ in range(depth):
+        text = _neg(text)
+    return text
+
+
+@pytest.mark.parametrize("damage", ["garbage", *_FORGERIES])
 def test_a_damaged_entry_is_purged_and_the_kernel_parsed_again(
         damage: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     parsed: list[str] = []
@@ -252,8 +304,9 @@ def test_a_damaged_entry_is_purged_and_the_kernel_parsed_again(
     else:
         # A well-formed, rightly bound envelope holding the wrong thing.
         d = decode_artifact(value, namespace=NAMESPACE, key=key)
-        other = ir.to_json(_other.ir()).encode() if damage == "other kernel" else b"{]"
-        new = encode_artifact(d.kind, d.header, other, namespace=NAMESPACE, key=key)
+        forged = _FORGERIES[damage](d.payload.decode())
+        assert forged != d.payload.decode()
+        new = encode_artifact(d.kind, d.header, forged.encode(), namespace=NAMESPACE, key=key)
     with sqlite3.connect(environment_database()) as conn:
         conn.execute("UPDATE entries SET value = ?, checksum = ?, size = ? WHERE key = ?",
                      (new, hashlib.sha256(new).hexdigest(), len(new), key))
@@ -326,3 +379,135 @@ def test_reads_name_helpers_scopes_and_module_attributes(tmp_path: Path) -> None
         assert fingerprint(resolve(mod.nested.fn, path)) == fp
     mod.OFFSET = 3
     assert fingerprint(resolve(mod.nested.fn, ("shift", "OFFSET"))) == "int:3"
+
+
+_AXPB_MODULE = '''
+from cubecl_server.lang import ABSOLUTE_POS, Array, f32, kernel
+
+@kernel
+def _axpb(x: Array[f32], out: Array[f32]) -> None:
+    i = ABSOLUTE_POS
+    if i < len(out):
+        out[i] = x[i] * 3.0 + 1.0
+'''
+
+# Launches the module's _axpb on the backend in argv[2]; prints whether the result
+# matched NumPy and whether the frontend parsed the kernel.
+_AXPB_RUN = '''
+import importlib.util, json, sys
+import numpy as np
+import cubecl_server.lang.frontend as frontend
+from cubecl_server.client import create_client
+
+parsed = []
+real = frontend.parse_kernel
+frontend.parse_kernel = lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k)
+spec = importlib.util.spec_from_file_location("axpb", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+c = create_client(sys.argv[2])
+x = np.random.default_rng().standard_normal(300).astype(np.float32)
+hx, ho = c.create(x), c.empty(300, np.float32)
+mod._axpb.launch(c, 5, 64, hx, ho)
+# atol: a device may fuse the multiply and add (x near -1/3 ends near zero).
+ok = bool(np.allclose(c.read(ho), x * np.float32(3.0) + np.float32(1.0), rtol=1e-6,
+                      atol=1e-6))
+print(json.dumps({"ok": ok, "parsed": bool(parsed)}))
+'''
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl", "vulkan"])
+@pytest.mark.parametrize("damage", ["deep nesting", "huge integer", "unknown array",
+                                    "endless while"])
+def test_a_forged_row_costs_one_warning_in_the_next_process_and_none_after(
+        damage: str, backend: str, tmp_path: Path) -> None:
+    module = tmp_path / "axpb.py"
+    module.write_text(_AXPB_MODULE)
+    env = {"CUBECL_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run() -> tuple[dict[str, Any], list[str]]:
+        proc = run_python(f"import sys; sys.argv = ['run', {str(module)!r}, {backend!r}]\n"
+                          + _AXPB_RUN, env=env, timeout=120)
+        return last_json_line(proc), [line for line in proc.stderr.splitlines()
+                                      if "stored IR" in line]
+
+    assert run() == ({"ok": True, "parsed": True}, [])
+    db = next((tmp_path / "cache").rglob("cubecl.sqlite3"))
+    with sqlite3.connect(db) as conn:
+        ((key, value),) = [r for r in conn.execute(
+            "SELECT key, value FROM entries WHERE namespace = ?", (NAMESPACE,))
+            if b"ir-kernel" in r[1]]
+        d = decode_artifact(value, namespace=NAMESPACE, key=key)
+        new = encode_artifact(d.kind, d.header, _FORGERIES[damage](d.payload.decode()).encode(),
+                              namespace=NAMESPACE, key=key)
+        conn.execute("UPDATE entries SET value = ?, checksum = ?, size = ? WHERE key = ?",
+                     (new, hashlib.sha256(new).hexdigest(), len(new), key))
+    report, warnings = run()
+    assert report == {"ok": True, "parsed": True} and len(warnings) == 1, (report, warnings)
+    assert f"stored IR {key[:16]} rejected" in warnings[0]
+    assert run() == ({"ok": True, "parsed": False}, [])
+
+
+def test_a_kernel_deeper_than_a_stored_one_may_be_is_not_stored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    # 250 additions in a row: a left-deep tree the frontend parses, deeper than
+    # ir.MAX_KERNEL_DEPTH. Stored, it would be purged by every process that read it.
+    module = tmp_path / "deepk.py"
+    module.write_text(_AXPB_MODULE.replace("x[i] * 3.0 + 1.0", " + ".join(["x[i]"] * 250)))
+    spec = importlib.util.spec_from_file_location("deepk", module)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    parsed: list[str] = []
+    real = frontend.parse_kernel
+    monkeypatch.setattr(frontend, "parse_kernel",
+                        lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k))
+    assert kernel(mod._axpb.fn).ir() == kernel(mod._axpb.fn).ir()
+    assert parsed == ["_axpb", "_axpb"] and _rows() == []
+    assert "stored IR" not in caplog.text
+
+
+def test_stored_ir_a_backend_cannot_compile_is_purged_and_parsed_again(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from cubecl_server.errors import TaintedBufferError
+
+    parsed: list[str] = []
+    real = frontend.parse_kernel
+    monkeypatch.setattr(frontend, "parse_kernel",
+                        lambda fn, *a, **k: parsed.append(fn.__name__) or real(fn, *a, **k))
+    c = create_client("cpu")
+    _launch(c)
+    ((key, value),) = [r for r in _rows() if b"ir-kernel" in r[1]]
+    # Sound IR that obeys every rule, yet this backend fails on it (as a backend with
+    # a bug would): the stored kernel must not fail every launch in every process.
+    d = decode_artifact(value, namespace=NAMESPACE, key=key)
+    forged = d.payload.decode().replace(_THREE, '{"float":"0x1.4000000000000p+2"}')
+    new = encode_artifact(d.kind, d.header, forged.encode(), namespace=NAMESPACE, key=key)
+    with sqlite3.connect(environment_database()) as conn:
+        conn.execute("UPDATE entries SET value = ?, checksum = ?, size = ? WHERE key = ?",
+                     (new, hashlib.sha256(new).hexdigest(), len(new), key))
+    compiler = c.loader.artifact_compiler
+    lower = compiler.lower
+
+    def failing(kernel: ir.Kernel, *args: Any) -> Any:
+        if "0x1.4000000000000p+2" in ir.to_json(kernel):
+            raise RuntimeError("this backend cannot compile 5.0")
+        return lower(kernel, *args)
+
+    monkeypatch.setattr(compiler, "lower", failing)
+    k = kernel(_axpb.fn)
+    x = np.arange(300, dtype=np.float32)
+    hx, ho = c.create(x), c.empty(300, np.float32)
+    k.launch(c, 5, 64, hx, ho)  # fails on the device side: a tainted output, no raise
+    with pytest.raises(TaintedBufferError, match=r"cannot compile 5\.0"):
+        c.read(ho)
+    warnings = [r.getMessage() for r in caplog.records if "stored IR" in r.getMessage()]
+    assert len(warnings) == 1 and "cpu cannot compile it" in warnings[0], warnings
+    # Purged: the next process (a new function here) parses it again and stores the
+    # kernel the frontend makes, which the one after it loads.
+    _launch(c)
+    assert parsed == ["_axpb", "_axpb"]
+    _launch(c)
+    assert parsed == ["_axpb", "_axpb"]
+    assert len([r for r in caplog.records if "stored IR" in r.getMessage()]) == 1

@@ -104,6 +104,16 @@ MALFORMED: list[tuple[str, ir.Kernel, str]] = [
         locals_=(ir.Local("k", U32),)),
      "an unrolled loop has constant bounds, but the stop is not a constant, "
      "in `for k in range(0:u32, n, 1:u32):  # unroll`"),
+    ("unrolled loop too long", kern((ir.For(
+        "k", c(0, U32), c(4_000_000_000, U32), c(1, U32), (), unroll=True),),
+        locals_=(ir.Local("k", U32),)),
+     "an unrolled loop runs at most 4096 times (MAX_UNROLL), this one 4000000000: drop "
+     "unroll=True, in `for k in range(0:u32, 4000000000:u32, 1:u32):  # unroll`"),
+    ("endless while", kern((ir.While(c(True, E.BOOL), (ir.For(
+        "k", c(0, U32), c(2, U32), c(1, U32), (ir.Break(),)),)),),
+        locals_=(ir.Local("k", U32),)),
+     "a `while` loop whose condition is the constant true needs a `break` or `return` in "
+     "its body, in `while True:bool:`"),
     ("bit cast across widths", kern((ir.Store("out", POS, ir.Bitcast(c(1.0, E.F64), I32)),)),
      "a bit cast is between numeric types of one width (32 or 64 bits), not f64 to i32, "
      "in `bitcast(1.0:f64, i32)`"),

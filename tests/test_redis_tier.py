@@ -25,6 +25,7 @@ from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.config import reload_config
 from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.persistence import decode_artifact, encode_artifact
+from cubecl_server.persistence.remote import shared_tier
 from cubecl_server.persistence.signing import Secret
 
 SECRET = "fleet-secret-for-the-redis-tests"
@@ -304,6 +305,12 @@ def test_a_redis_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         assert _scale(_machine(tmp_path / "one", monkeypatch), 64) == "compiled"
         assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "loaded"
         assert len(admin.keys("*")) == 1
+        # Each node's connections keep to the request's deadline and size, as a
+        # single server's do.
+        tier = shared_tier()
+        assert tier is not None
+        node = tier._client.get_default_node().redis_connection
+        assert node.connection_pool.connection_class.__name__ == "Bounded"
     finally:
         _stop(server)
 
@@ -331,3 +338,28 @@ def test_the_config_file_names_the_tier_and_a_private_secret_file(
     assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "compiled"
     assert _scale(_machine(tmp_path / "three", monkeypatch), 64) == "loaded"
     assert [k.split(b"{")[0] for k in redis_server.client().keys("*")] == [b"team-b:"]
+
+
+def test_a_signed_value_that_does_not_load_is_replaced(
+        shared: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    first = _machine(tmp_path / "one", monkeypatch)
+    assert _scale(first, 64) == "compiled"
+    store = first.loader.target.store
+    assert store is not None
+    r = shared.client()
+    [key] = r.keys("*")
+    digest = key.decode().rsplit(":", 1)[1]
+    # Signed by the fleet (a machine with a bug, another version's output), bound to
+    # its place, and refused by the cpu backend's validation at load.
+    refused = encode_artifact("py-code", {}, b"import os\n", namespace=store.kernels_namespace,
+                              key=digest)
+    secret = Secret(SECRET.encode(), "test")
+    r.set(key, secret.sign(refused))
+    assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "compiled"
+    assert len(_tier_warnings(caplog, "does not load")) == 1, caplog.text
+    # The second machine put its own artifact in its place: the next one loads it.
+    assert decode_artifact(secret.verify(r.get(key)), namespace=store.kernels_namespace,
+                           key=digest).payload != b"import os\n"
+    assert _scale(_machine(tmp_path / "three", monkeypatch), 64) == "loaded"

@@ -8,6 +8,7 @@ NumPy's answer.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import uuid
@@ -411,3 +412,27 @@ def test_tune_ls_and_clear(tuner: LocalTuner, client: ComputeClient, data: np.nd
     assert main(["tune", "clear", "--tuner", tuner.name]) == 0
     assert "deleted 1 tune results" in capsys.readouterr().out
     assert _stored(tuner) == []
+
+
+@pytest.mark.parametrize("forged", ["a winner that is no candidate", "other candidates"])
+def test_a_stored_entry_that_names_no_candidate_is_replaced(
+        forged: str, tuner: LocalTuner, client: ComputeClient, data: np.ndarray,
+        caplog: pytest.LogCaptureFixture) -> None:
+    tunables = TunableSet([scale_by(32), scale_by(64)], key=size_key)
+    a = client.create(data)
+    tuner.execute(client, tunables, a)
+    (real,) = _stored(tuner)
+    # A forged row, checksummed and bound to its place: a candidate list that names
+    # its winner, yet not a candidate of the set the digest keys.
+    names = (*real.candidates, "ghost") if forged == "other candidates" else ("ghost",)
+    TuneCache(SqliteStore.open(environment_database())).replace(
+        dataclasses.replace(real, candidates=names, winner="ghost"))
+    for _ in range(2):
+        tuner.forget()  # as a new process: nothing known but what is stored
+        out = tuner.execute(client, tunables, a)
+        np.testing.assert_array_equal(client.read(out), data * np.float32(3))
+    outcomes = [r.outcome for r in tuner.records()]
+    assert outcomes[-2:] == ["tuned", "stored"], outcomes
+    (replaced,) = _stored(tuner)
+    assert replaced.winner in tunables.names and replaced.candidates == tunables.names
+    assert sum("not one of its candidates" in r.getMessage() for r in caplog.records) == 1

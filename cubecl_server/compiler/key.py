@@ -140,7 +140,8 @@ def _fingerprint(packages: tuple[str, ...], extra: str) -> tuple[str, bool]:
 
 
 def _kept(known: SqliteStore, fingerprint: str) -> BuildId | None:
-    """The build id kept under ``fingerprint``, if a well-formed one can be read."""
+    """The build id kept under ``fingerprint``, if a well-formed one can be read; a
+    malformed one is dropped, for the id this process hashes to take its place."""
     try:
         entry = known.get(BUILD_IDS, fingerprint)
     except StoreError:
@@ -148,7 +149,14 @@ def _kept(known: SqliteStore, fingerprint: str) -> BuildId | None:
     if entry is None:
         return None
     text = entry.value.decode("ascii", "replace")
-    return text if len(text) == 64 and _HEX.issuperset(text) else None
+    if len(text) == 64 and _HEX.issuperset(text):
+        return text
+    # Kept, it would stand (first writer wins) and every process would hash again.
+    try:
+        known.delete(BUILD_IDS, fingerprint)
+    except StoreError:
+        pass  # the next process hashes the files, as this one does
+    return None
 
 
 @cache

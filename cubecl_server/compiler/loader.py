@@ -194,6 +194,9 @@ class KernelLoader:
         try:
             self._obtain(trip, store, use_store=True)
         except BaseException as e:
+            told = trip.id.kernel.on_failure
+            if told is not None and isinstance(e, Exception):
+                told(self.backend, e)
             return e
         return None
 

@@ -73,6 +73,7 @@ class ArtifactStore:
         self._driver_cache = DriverCache(self, f"{prefix}{names.kernels}.driver-cache")
         self._db = db
         self._remote = remote
+        self._from_remote: set[str] = set()
         self._broken = False
         self._lock = threading.Lock()
 
@@ -121,6 +122,8 @@ class ArtifactStore:
             # Signed by the fleet, yet bound elsewhere: as bad as a forged value.
             remote.reject(self.kernels_namespace, key.digest, str(e))
             return None
+        with self._lock:
+            self._from_remote.add(key.digest)
         if not self._broken:
             try:
                 self._db.put(self.kernels_namespace, key.digest, envelope, origin="imported")
@@ -155,7 +158,16 @@ class ArtifactStore:
         return self._driver_cache
 
     def purge(self, key: KernelCacheKey) -> None:
-        """Remove the artifact under ``key`` (found corrupt, or rejected by the driver)."""
+        """Remove the artifact under ``key`` (found corrupt, or rejected by the driver);
+        one this process took from the shared tier is replaced there too, by the
+        artifact compiled next (signed by the fleet, yet it does not load here: kept, every
+        machine would fetch it, reject it and compile)."""
+        with self._lock:
+            fetched = key.digest in self._from_remote
+            self._from_remote.discard(key.digest)
+        if fetched and self._remote is not None:
+            self._remote.reject(self.kernels_namespace, key.digest, "it does not load",
+                                quiet=True)
         if self._broken:
             return
         try:

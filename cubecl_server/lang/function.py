@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ from cubecl_server import ir
 from cubecl_server.errors import KernelSyntaxError, LaunchError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.id import KernelId
-from cubecl_server.lang.ircache import cached_kernel
+from cubecl_server.lang.ircache import cached_kernel, not_compiled
 from cubecl_server.lang.reads import Reads
 from cubecl_server.lang.signature import LINE_SIZE, KernelSignature, kernel_signature
 from cubecl_server.lang.source import (
@@ -82,10 +83,22 @@ class KernelFunction:
                 kid = self._ids.get(key)
                 if kid is None:
                     sizes = sig.bind_line_sizes(comptime.get(LINE_SIZE))
-                    kid = self._ids[key] = KernelId.of(cached_kernel(
-                        self.fn, sig, bound, sizes,
-                        lambda reads: self._parse(comptime, reads)))
+                    kernel, stored = cached_kernel(self.fn, sig, bound, sizes,
+                                                   lambda reads: self._parse(comptime, reads))
+                    kid = self._ids[key] = KernelId.of(
+                        kernel, None if stored is None
+                        else functools.partial(self._not_compiled, key, stored))
         return kid
+
+    def _not_compiled(self, key: tuple[tuple[str, Any], ...], stored: str, backend: str,
+                      error: Exception) -> None:
+        """A kernel from the IR cache (under ``stored``) that ``backend`` could not
+        compile: purged there and forgotten here, so that the next process, and the
+        next client of this one, parse it (a client that launched it keeps its plan,
+        and the failure, for these comptime values)."""
+        if not_compiled(stored, backend, error):
+            with self._lock:
+                self._ids.pop(key, None)
 
     def _parse(self, comptime: dict[str, Any], reads: Reads) -> tuple[ir.Kernel, str]:
         """Run the frontend: the kernel, and the source text it parsed."""

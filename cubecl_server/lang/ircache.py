@@ -34,10 +34,11 @@ from functools import cache
 from pathlib import Path as FilePath
 from typing import Any
 
-from cubecl_server import __version__, ir
+from cubecl_server import __version__, bounded, ir
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.config import config
-from cubecl_server.errors import StoreError
+from cubecl_server.errors import CompilationError, StoreError
+from cubecl_server.ir_check import check_kernel
 from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
 from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
@@ -47,7 +48,7 @@ from .reads import Path, Reads, fingerprint, resolve
 from .signature import KernelSignature
 from .source import code_location, quick_text
 
-__all__ = ["NAMESPACE", "cached_kernel", "language_version"]
+__all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_version", "not_compiled"]
 
 log = logger("lang")
 
@@ -109,6 +110,8 @@ class _IrStore:
     def __init__(self, db: SqliteStore) -> None:
         self.db = db
         self.broken = False
+        self.not_compiled: set[str] = set()
+        """Keys purged because the kernel there did not compile (:func:`not_compiled`)."""
 
     def _fail(self, what: str, err: StoreError) -> None:
         if not self.broken:
@@ -195,15 +198,22 @@ def _reads_of(header: dict[str, Any]) -> list[Path]:
     return [tuple(p) for p in reads]
 
 
-def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
-               params: tuple[ir.Param, ...], bound: tuple[tuple[str, Any], ...]) -> ir.Kernel:
-    """The kernel a chain's end holds; CorruptEntry if it is not the one asked for."""
+def _plan_of(header: dict[str, Any]) -> tuple[int, list[str], list[str], list[str]]:
+    """The line, arrays read and written and element types a chain's end names;
+    CorruptEntry if the header is not one this module writes."""
     line, read, written = header.get("line"), header.get("read"), header.get("written")
     elems = header.get("elems")
     if not (isinstance(line, int) and isinstance(read, list) and isinstance(written, list)
             and all(isinstance(n, str) for n in (*read, *written))
             and isinstance(elems, list) and all(e in _ELEMS for e in elems)):
         raise CorruptEntry("an IR entry without its line and launch plan")
+    return line, read, written, elems
+
+
+def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
+               params: tuple[ir.Param, ...], bound: tuple[tuple[str, Any], ...]) -> ir.Kernel:
+    """The kernel a chain's end holds; CorruptEntry if it is not the one asked for."""
+    line, read, written, elems = _plan_of(header)
     # Decoding makes thousands of acyclic nodes for a large kernel: a collection of
     # every generation in the middle of it (long, after a large import such as CuPy)
     # would find nothing to free.
@@ -221,7 +231,50 @@ def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
     if kernel.name != fn.__name__ or kernel.params != params or kernel.comptime != bound:
         raise CorruptEntry(f"it holds kernel {kernel.name!r} with other parameters or "
                            "comptime values")
+    _check(kernel)
     return kernel
+
+
+def _check(kernel: ir.Kernel) -> None:
+    """CorruptEntry unless ``kernel`` obeys every rule of the IR.
+
+    The loader checks every kernel before lowering it, and a parsed kernel passes; a
+    stored one that does not was forged or damaged, and kept it would fail every
+    launch in every process. The verdict is cached: the loader's own check, when it
+    compiles the kernel, costs nothing more.
+    A value this module did not write may break the checker itself (a shape that no
+    rule expects, nesting that exhausts the stack): that is a bad entry too.
+    """
+    try:
+        check_kernel(kernel, "the IR cache")
+    except CompilationError as e:
+        raise CorruptEntry(f"it breaks a rule of the IR: {e}") from None
+    except (RecursionError, MemoryError, ArithmeticError, LookupError, TypeError,
+            ValueError, AttributeError) as e:
+        raise CorruptEntry(f"it is not IR the checker can read ({type(e).__name__}: "
+                           f"{e})") from None
+
+
+def entry_problem(key: str, value: bytes) -> str | None:
+    """Why the value stored under ``key`` in :data:`NAMESPACE` is not an entry this
+    module wrote and would use, or None: the checks a lookup makes, short of those
+    that need the kernel's function (its name, parameters and the reads now)."""
+    try:
+        d = decode_artifact(value, namespace=NAMESPACE, key=key)
+        if d.kind == _READS:
+            _reads_of(d.header)
+            return None
+        if d.kind != _KERNEL:
+            raise CorruptEntry(f"a {d.kind!r} entry, not IR")
+        _plan_of(d.header)
+        try:
+            kernel = ir.kernel_from_json(d.payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise CorruptEntry(str(e)) from None
+        _check(kernel)
+    except CorruptEntry as e:
+        return str(e)
+    return None
 
 
 def _lookup(store: _IrStore, fn: Callable[..., Any], key: str,
@@ -262,6 +315,10 @@ def _store_chain(store: _IrStore, walk: _Walk, reads: Reads, kernel: ir.Kernel,
     key = walk.key
     if key is None or not reads.keyable or store.db.read_only:
         return
+    try:
+        bounded.check_depth(text.encode(), ir.MAX_KERNEL_DEPTH)
+    except bounded.Unbounded:
+        return  # deeper than any stored kernel is read back: stored, it would be purged
     rest = {p: fp for p, fp in reads.found.items() if p not in walk.covered}
     if any(walk.covered[p] != fp for p, fp in reads.found.items() if p in walk.covered):
         return  # a value changed while the kernel was parsed: no key says which
@@ -278,10 +335,12 @@ def _store_chain(store: _IrStore, walk: _Walk, reads: Reads, kernel: ir.Kernel,
 
 def cached_kernel(fn: Callable[..., Any], sig: KernelSignature,
                   bound: tuple[tuple[str, Any], ...], sizes: dict[str, int],
-                  parse: Callable[[Reads], tuple[ir.Kernel, str]]) -> ir.Kernel:
+                  parse: Callable[[Reads], tuple[ir.Kernel, str]],
+                  ) -> tuple[ir.Kernel, str | None]:
     """Kernel ``fn`` with the comptime values ``bound`` and line sizes ``sizes``, from
     the store when a parse of the same everything is there, else from ``parse`` (then
-    stored).
+    stored); with the key it was found under (None: parsed here), for
+    :func:`not_compiled`.
 
     ``parse`` runs the frontend, telling the :class:`~.reads.Reads` it is given what
     it read, and returns the kernel with the text the frontend parsed.
@@ -289,16 +348,32 @@ def cached_kernel(fn: Callable[..., Any], sig: KernelSignature,
     store = _store()
     text = quick_text(fn)
     if store is None or text is None:
-        return parse(Reads())[0]
+        return parse(Reads())[0], None
     key = _first_key(fn, text, sig, bound, sizes)
     params = sig.specialise(dict(bound), sizes)
     found, walk = _lookup(store, fn, key, params, bound)
     if found is not None:
-        return found
+        return found, walk.key
     reads = Reads()
     kernel, parsed = parse(reads)
     # Stored only when the frontend parsed the very text in the first key (it reads
     # further lines when indentation alone cannot end the definition).
     if parsed == textwrap.dedent(text):
         _store_chain(store, walk, reads, kernel, ir.kernel_to_json(kernel))
-    return kernel
+    return kernel, None
+
+
+def not_compiled(key: str, backend: str, error: Exception) -> bool:
+    """Purge the stored kernel found under ``key``, which ``backend`` could not compile
+    (``error``), so that it is parsed again; whether it was purged now (once per key
+    and process: a kernel the frontend itself makes that does not compile is not
+    purged again and again)."""
+    store = _store()
+    if store is None:
+        return False
+    with _stores_lock:
+        if key in store.not_compiled:
+            return False
+        store.not_compiled.add(key)
+    store.purge(key, f"{backend} cannot compile it: {type(error).__name__}: {error}")
+    return True

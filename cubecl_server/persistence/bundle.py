@@ -16,6 +16,15 @@ entry is reported and skipped, never stored. Good entries are stored as
 
 Tables: ``manifest(id = 1, body, signature)`` (the body is the manifest's JSON text,
 signed as its UTF-8 bytes) and ``entries(namespace, key, value)``.
+
+A bundle is read before anything in it is checked, so reading it is bounded first:
+the file must be an SQLite database whose schema is exactly these two tables, as
+:func:`export_bundle` writes them (no view, trigger, index or column of anyone
+else's, each of which SQLite would run or compute while reading); every statement
+stops after :data:`MAX_STEPS` steps of SQLite's machine; the manifest is at most
+:data:`MAX_MANIFEST` bytes and decoded by :func:`cubecl_server.bounded.loads`; and
+each entry's size is checked against the manifest's (and the file's) before its
+bytes are read.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from cubecl_server import __version__
+from cubecl_server import __version__, bounded
 from cubecl_server.errors import StoreError
 from cubecl_server.persistence import tune_cache
 from cubecl_server.persistence.codec import (
@@ -46,13 +55,36 @@ from cubecl_server.persistence.signing import BadSignature, Secret
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
 
 __all__ = [
-    "FORMAT", "Bundle", "BundleEntry", "BundleError", "EntryProblem", "ImportReport",
-    "Manifest", "Place", "Target", "artifact_prefix", "export_bundle", "import_bundle",
-    "read_bundle", "verify_entries",
+    "FORMAT", "MAX_MANIFEST", "MAX_STEPS", "Bundle", "BundleEntry", "BundleError",
+    "EntryProblem", "ImportReport", "Manifest", "Place", "Target", "artifact_prefix",
+    "export_bundle", "import_bundle", "read_bundle", "verify_entries",
 ]
 
 FORMAT = "cubecl-bundle/1"
 """The ``format`` field of a bundle's manifest."""
+
+MAX_MANIFEST = 64 << 20
+"""The longest manifest text a bundle may hold (a few hundred bytes an entry)."""
+MAX_STEPS = 10_000_000
+"""Steps of SQLite's virtual machine one statement on a bundle may take: each of ours
+reads one row by its key, a few thousand steps."""
+_PROGRESS_EVERY = 1000
+"""Steps between two calls of the progress handler that counts them."""
+
+_TABLES = {
+    "manifest": "CREATE TABLE manifest (id INTEGER PRIMARY KEY CHECK (id = 1),"
+                " body TEXT NOT NULL, signature TEXT NOT NULL)",
+    "entries": "CREATE TABLE entries (namespace TEXT NOT NULL, key TEXT NOT NULL,"
+               " value BLOB NOT NULL, PRIMARY KEY (namespace, key))",
+}
+"""The tables of a bundle, as :func:`export_bundle` creates them and a reader expects
+them (SQLite keeps each statement's text)."""
+_SCHEMA = {("table", "manifest", "manifest", _TABLES["manifest"]),
+           ("table", "entries", "entries", _TABLES["entries"]),
+           ("index", "sqlite_autoindex_entries_1", "entries", None)}
+"""Every row a bundle's ``sqlite_master`` holds: the tables and the index of the
+entries' primary key."""
+_SQLITE_MAGIC = b"SQLite format 3\0"
 
 EntryKind = Literal["artifact", "tuning"]
 _KINDS: dict[str, str | None] = {"artifact": None, "tuning": tune_cache.KIND}
@@ -116,7 +148,9 @@ class Manifest:
     def from_text(cls, text: str, where: str) -> Manifest:
         """The manifest ``text`` holds; BundleError naming ``where`` if it is not one."""
         try:
-            d = json.loads(text)
+            d = bounded.loads(text, max_bytes=MAX_MANIFEST, max_depth=4)
+            if not isinstance(d, dict) or not isinstance(d.get("entries"), list):
+                raise TypeError("not an object with a list of entries")
             if d["format"] != FORMAT:
                 raise BundleError(f"{where}: bundle format {d['format']!r}, expected {FORMAT}")
             strings = [d[k] for k in ("backend", "variant", "build_id", "cubecl_server")]
@@ -167,18 +201,77 @@ class ImportReport:
     problems: list[EntryProblem] = field(default_factory=list)
 
 
+class _Steps:
+    """The progress handler of a bundle's connection: it stops a statement that has
+    taken :data:`MAX_STEPS` steps, counting from :meth:`reset`."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def reset(self) -> None:
+        """Start counting for the next statement."""
+        self.calls = 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return int(self.calls * _PROGRESS_EVERY > MAX_STEPS)
+
+
+class _BundleFile:
+    """An open bundle whose schema has been checked, every statement on it bounded."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self._conn = conn
+        self._steps = _Steps()
+        conn.set_progress_handler(self._steps, _PROGRESS_EVERY)
+
+    def row(self, sql: str, params: tuple[object, ...] = ()) -> tuple[object, ...] | None:
+        """The first row ``sql`` gives, within :data:`MAX_STEPS` steps."""
+        self._steps.reset()
+        try:
+            row: tuple[object, ...] | None = self._conn.execute(sql, params).fetchone()
+        except sqlite3.OperationalError as e:
+            if self._steps.calls * _PROGRESS_EVERY > MAX_STEPS:
+                raise BundleError(f"bundle {self.path}: a query took more than {MAX_STEPS} "
+                                  "steps; not a bundle this program wrote") from e
+            raise
+        return row
+
+    def check_schema(self) -> None:
+        """BundleError unless the schema is exactly a bundle's (:data:`_SCHEMA`)."""
+        self._steps.reset()
+        rows = self._conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                                  "LIMIT ?", (len(_SCHEMA) + 1,)).fetchall()
+        if set(rows) != _SCHEMA or len(rows) != len(_SCHEMA):
+            extra = sorted(f"{r[0]} {r[1]}" for r in rows if r not in _SCHEMA)
+            raise BundleError(f"bundle {self.path}: its schema is not a bundle's"
+                              + (f" (it holds {', '.join(extra)})" if extra else "")
+                              + "; nothing in it is read")
+
+
 @contextmanager
-def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+def _reading(path: Path) -> Iterator[_BundleFile]:
     if not path.is_file():
         raise BundleError(f"bundle {path}: no such file")
+    try:
+        with path.open("rb") as f:
+            magic = f.read(len(_SQLITE_MAGIC))
+    except OSError as e:
+        raise BundleError(f"bundle {path}: cannot be read: {e}") from e
+    if magic != _SQLITE_MAGIC:
+        raise BundleError(f"bundle {path}: not an SQLite database, so not a bundle")
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error as e:
         raise BundleError(f"bundle {path}: cannot be opened: {e}") from e
     try:
-        # A bundle comes from elsewhere: its schema must not run anything.
+        # A bundle comes from elsewhere: its schema must not run anything, and is
+        # checked to hold nothing that could (the setting alone lets views run).
         conn.execute("PRAGMA trusted_schema = OFF")
-        yield conn
+        bundle = _BundleFile(path, conn)
+        bundle.check_schema()
+        yield bundle
     except sqlite3.Error as e:
         raise BundleError(f"bundle {path}: not a bundle, or damaged ({e})") from e
     finally:
@@ -189,8 +282,16 @@ def read_bundle(path: str | os.PathLike[str], secret: Secret | None = None) -> B
     """The bundle in ``path``, its manifest's signature checked with ``secret`` when
     given. BundleError if the file is not a readable bundle."""
     path = Path(path)
-    with _reading(path) as conn:
-        row = conn.execute("SELECT body, signature FROM manifest WHERE id = 1").fetchone()
+    with _reading(path) as f:
+        sizes = f.row("SELECT typeof(body), length(body), typeof(signature), "
+                      "length(signature) FROM manifest WHERE id = 1")
+        if sizes is None or sizes[0] != "text" or sizes[2] != "text":
+            raise BundleError(f"bundle {path}: it has no manifest")
+        if not isinstance(sizes[1], int) or not isinstance(sizes[3], int) \
+                or sizes[1] > MAX_MANIFEST or sizes[3] > 1024:
+            raise BundleError(f"bundle {path}: its manifest is larger than {MAX_MANIFEST} "
+                              "characters, or its signature than 1 KiB")
+        row = f.row("SELECT body, signature FROM manifest WHERE id = 1")
     if row is None or not isinstance(row[0], str) or not isinstance(row[1], str):
         raise BundleError(f"bundle {path}: it has no manifest")
     manifest = Manifest.from_text(row[0], f"bundle {path}")
@@ -226,10 +327,20 @@ def _check(entry: BundleEntry, value: object, manifest: Manifest,
 def _entries(bundle: Bundle, secret: Secret | None,
              ) -> Iterator[tuple[BundleEntry, bytes | None, str | None]]:
     """Each manifest entry with its checked envelope, or None and why it fails."""
-    with _reading(bundle.path) as conn:
+    with _reading(bundle.path) as f:
         for entry in bundle.manifest.entries:
-            row = conn.execute("SELECT value FROM entries WHERE namespace = ? AND key = ?",
-                               (entry.namespace, entry.key)).fetchone()
+            where = (entry.namespace, entry.key)
+            # Its size first: only bytes the manifest accounts for are read.
+            size = f.row("SELECT typeof(value), length(value) FROM entries "
+                         "WHERE namespace = ? AND key = ?", where)
+            if size is None or size[0] != "blob":
+                row = None
+            elif size[1] != entry.size:
+                yield entry, None, f"it is {size[1]} bytes, the manifest says {entry.size}"
+                continue
+            else:
+                row = f.row("SELECT value FROM entries WHERE namespace = ? AND key = ?",
+                            where)
             try:
                 yield entry, _check(entry, None if row is None else row[0], bundle.manifest,
                                     secret), None
@@ -309,10 +420,8 @@ def export_bundle(path: str | os.PathLike[str], db: SqliteStore, target: Target,
     os.close(fd)
     try:
         with closing(sqlite3.connect(tmp)) as conn, conn:
-            conn.execute("CREATE TABLE manifest (id INTEGER PRIMARY KEY CHECK (id = 1),"
-                         " body TEXT NOT NULL, signature TEXT NOT NULL)")
-            conn.execute("CREATE TABLE entries (namespace TEXT NOT NULL, key TEXT NOT NULL,"
-                         " value BLOB NOT NULL, PRIMARY KEY (namespace, key))")
+            for create in _TABLES.values():
+                conn.execute(create)
             conn.execute("INSERT INTO manifest VALUES (1, ?, ?)",
                          (body, secret.sign_text(body.encode())))
             conn.executemany("INSERT INTO entries VALUES (?, ?, ?)",

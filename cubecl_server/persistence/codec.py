@@ -38,16 +38,21 @@ import struct
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from cubecl_server import bounded
 from cubecl_server.errors import StoreError
 
 __all__ = [
-    "FORMAT_VERSION", "MAGIC", "CorruptEntry", "DecodedArtifact", "HeaderValue",
+    "FORMAT_VERSION", "MAGIC", "MAX_HEADER", "CorruptEntry", "DecodedArtifact", "HeaderValue",
     "MisboundEntry", "checksum", "decode_artifact", "encode_artifact", "split_signature",
     "with_signature",
 ]
 
 MAGIC = b"CCLA"
 FORMAT_VERSION = 2
+MAX_HEADER = 4 << 20
+"""The longest header JSON an envelope may have: headers name a few strings and
+numbers, so anything near this was not written here (and is not decoded)."""
+_HEADER_DEPTH = 32  # a header is a flat object of a few lists and maps
 
 HeaderValue: TypeAlias = str | int | float | bool | list[Any] | dict[str, Any] | None
 
@@ -85,11 +90,6 @@ def checksum(data: bytes) -> str:
     travels between machines.
     """
     return hashlib.sha256(data).hexdigest()
-
-
-def _reject_constant(name: str) -> None:
-    # NaN and Infinity are not JSON; encode refuses them, so decode must too.
-    raise ValueError(f"non-standard JSON constant {name}")
 
 
 def _check_binding(namespace: str, key: str) -> None:
@@ -146,6 +146,9 @@ def _layout(view: memoryview) -> _Layout:
         raise CorruptEntry(f"not an artifact: bad magic {bytes(magic)!r}")
     if version != FORMAT_VERSION:
         raise CorruptEntry(f"artifact format version {version}, expected {FORMAT_VERSION}")
+    if head_len > MAX_HEADER:
+        raise CorruptEntry(f"artifact header of {head_len} bytes, more than the "
+                           f"{MAX_HEADER} allowed")
     head_end = _PREFIX.size + head_len
     if len(view) < head_end + _PAYLOAD_LEN.size:
         raise CorruptEntry("artifact truncated inside its header")
@@ -196,11 +199,9 @@ def decode_artifact(data: bytes, *, namespace: str, key: str) -> DecodedArtifact
     view = memoryview(data)
     layout = _layout(view)
     try:
-        obj = json.loads(
-            bytes(view[_PREFIX.size:layout.head_end]).decode("utf-8"),
-            parse_constant=_reject_constant,
-        )
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        obj = bounded.loads(bytes(view[_PREFIX.size:layout.head_end]), max_bytes=MAX_HEADER,
+                            max_depth=_HEADER_DEPTH)
+    except bounded.Unbounded as exc:
         raise CorruptEntry(f"artifact header is not valid JSON: {exc}") from exc
     if not isinstance(obj, dict) or set(obj) != _FIELDS:
         raise CorruptEntry("artifact header has the wrong shape")

@@ -24,7 +24,8 @@ from cubecl_server.logging import logger
 from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
 
-__all__ = ["KIND", "PREFIX", "TuneCache", "TuneEntry", "entry_key", "namespace"]
+__all__ = ["KIND", "PREFIX", "TuneCache", "TuneEntry", "entry_key", "entry_problem",
+           "namespace"]
 
 log = logger("tune")
 
@@ -184,15 +185,31 @@ class TuneCache:
 
     def _decode(self, ns: str, key: str, value: bytes) -> TuneEntry | None:
         try:
-            decoded = decode_artifact(value, namespace=ns, key=key)
-            if decoded.kind != KIND:
-                raise CorruptEntry(f"a {decoded.kind!r} entry, not an autotune result")
-            entry = TuneEntry.from_dict(decoded.header)
-            if (entry.namespace, entry.store_key) != (ns, key):
-                raise CorruptEntry("its fields name another tuning")
-            return entry
+            return _decode(ns, key, value)
         except CorruptEntry as exc:
             log.warning("tune cache entry %s / %s rejected (%s): purged, it will be tuned "
                         "again", ns, key, exc)
             self.db.delete(ns, key)
             return None
+
+
+def _decode(ns: str, key: str, value: bytes) -> TuneEntry:
+    """The tuning stored as ``value`` under (``ns``, ``key``); CorruptEntry if it is not
+    one written there."""
+    decoded = decode_artifact(value, namespace=ns, key=key)
+    if decoded.kind != KIND:
+        raise CorruptEntry(f"a {decoded.kind!r} entry, not an autotune result")
+    entry = TuneEntry.from_dict(decoded.header)
+    if (entry.namespace, entry.store_key) != (ns, key):
+        raise CorruptEntry("its fields name another tuning")
+    return entry
+
+
+def entry_problem(ns: str, key: str, value: bytes) -> str | None:
+    """Why ``value``, stored under (``ns``, ``key``), is not a tuning written there, or
+    None."""
+    try:
+        _decode(ns, key, value)
+    except CorruptEntry as e:
+        return str(e)
+    return None

@@ -199,6 +199,7 @@ class Tuner:
             self._record("off", self._entry(tunables, text, first.name), 0, 0.0)
             return first
         cache = self._cache()
+        stale = False  # a stored entry that names no candidate of the set
         if cache is not None and mode == "on":
             try:
                 stored = cache.get(self.backend, self.variant, self.name, self.device,
@@ -206,22 +207,30 @@ class Tuner:
             except StoreError as e:
                 self._store_error("read", e)
                 stored = None
-            chosen = None if stored is None else tunables.candidate(stored.winner)
+            chosen = None if stored is None or not _names_a_candidate(stored, tunables) \
+                else tunables.candidate(stored.winner)
             if stored is not None and chosen is not None:
                 self._record("stored", stored, 0, 0.0)
                 return chosen
+            stale = stored is not None
+            if stored is not None:
+                log.warning("tune cache entry of %s for %s names %r, not one of its "
+                            "candidates: tuned again, and replaced", self.name, text,
+                            stored.winner)
         start = time.perf_counter()
         entry, runs = self._tune(client, tunables, text, inputs)
         outcome = "forced" if mode == "force" else "tuned"
         if cache is not None:
             try:
-                if mode == "force":
+                if mode == "force" or stale:
                     cache.replace(entry)
                 else:
                     kept = cache.put(entry)
-                    if kept is not entry and tunables.candidate(kept.winner) is not None:
+                    if kept is not entry and _names_a_candidate(kept, tunables):
                         # Another process stored its tuning first: all use one winner.
                         entry, outcome = kept, "adopted"
+                    elif kept is not entry:
+                        cache.replace(entry)  # the first writer's names no candidate
             except StoreError as e:
                 self._store_error("write", e)
         self._record(outcome, entry, runs, time.perf_counter() - start)
@@ -295,6 +304,12 @@ class Tuner:
 
 def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
+
+
+def _names_a_candidate(entry: TuneEntry, tunables: TunableSet) -> bool:
+    """Whether a stored ``entry`` was made for ``tunables``: its candidates are the set's
+    and its winner is one of them (a forged or damaged row may name anything)."""
+    return entry.candidates == tunables.names and tunables.candidate(entry.winner) is not None
 
 
 def _compile(client: ComputeClient, candidates: Sequence[Tunable],
