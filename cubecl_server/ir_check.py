@@ -322,7 +322,8 @@ class _Checker:
         return elem
 
     def for_(self, s: ir.For) -> None:
-        """Check a ``for``: an integer local, bounds and a nonzero constant step of its type."""
+        """Check a ``for``: an integer local, bounds and a step of its type (a constant
+        one nonzero)."""
         if s.var not in self.locals:
             raise _Violation(f"the loop variable {s.var!r} is not a declared local", s)
         t = self.locals[s.var]
@@ -341,11 +342,18 @@ class _Checker:
                 raise _Violation(f"an unrolled loop has constant bounds, but the {what} is "
                                  "not a constant", s)
         step = s.step
-        if not isinstance(step, ir.Const) or step.type is not t or not _fits(step.value, t) \
-                or step.value == 0:
+        if isinstance(step, ir.Const) and (step.type is not t or not _fits(step.value, t)
+                                           or step.value == 0):
             raise _Violation(f"the step must be a nonzero constant of the loop variable's type "
-                             f"({t.value})", s)
-        if step.value < 0 and not t.is_signed:
+                             f"({t.value}) or a value of that type", s)
+        self.expr(step)
+        if step.type is not t:
+            raise _Violation(f"the step is {step.type.value}, but the loop variable "
+                             f"{s.var!r} is {t.value}", s)
+        if s.unroll and not isinstance(step, ir.Const):
+            raise _Violation("an unrolled loop has a constant step, but the step is not a "
+                             "constant", s)
+        if isinstance(step, ir.Const) and step.value < 0 and not t.is_signed:
             raise _Violation(f"a negative step needs a signed loop variable, but {s.var!r} "
                              f"is {t.value}", s)
         self.loop(s.body)

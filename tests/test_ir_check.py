@@ -93,8 +93,12 @@ MALFORMED: list[tuple[str, ir.Kernel, str]] = [
      "the constant 2147483648 is not a value of i32, in `2147483648:i32`"),
     ("negative step on u32", kern((ir.For("k", c(9, U32), c(0, U32), c(-1, U32), ()),),
                                   locals_=(ir.Local("k", U32),)),
-     "the step must be a nonzero constant of the loop variable's type (u32), "
-     "in `for k in range(9:u32, 0:u32, -1:u32):`"),
+     "the step must be a nonzero constant of the loop variable's type (u32) or a value "
+     "of that type, in `for k in range(9:u32, 0:u32, -1:u32):`"),
+    ("step of another type", kern((ir.For("k", c(0, I32), c(9, I32), ir.Builtin(
+        ir.BuiltinName.CUBE_DIM), ()),), locals_=(ir.Local("k", I32),)),
+     "the step is u32, but the loop variable 'k' is i32, "
+     "in `for k in range(0:i32, 9:i32, CUBE_DIM):`"),
     ("for over a float", kern((ir.For("k", c(0.0, F32), c(1.0, F32), c(1.0, F32), ()),),
                               locals_=(ir.Local("k", F32),)),
      "the loop variable 'k' is f32, not an integer type, "

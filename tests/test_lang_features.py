@@ -260,7 +260,7 @@ def test_barriers_under_divergent_control_are_reported(fn: Callable[..., Any], t
 
 def test_barrier_errors_name_the_cause() -> None:
     assert f"`if` condition on line {marked('bar-if-cause')}" in error(k_barrier_if).message
-    assert f"`for` bounds on line {marked('bar-loop-cause')}" in \
+    assert f"`for` bounds or step on line {marked('bar-loop-cause')}" in \
         error(k_barrier_loop_bound).message
     assert f"`return` on line {marked('bar-return-cause')}" in \
         error(k_barrier_after_return).message

@@ -126,24 +126,42 @@ LOOPS = [
 @pytest.mark.parametrize(("t", "start", "stop", "step"), LOOPS,
                          ids=[f"{t.value}:{a}:{b}:{s}" for t, a, b, s in LOOPS])
 @pytest.mark.parametrize("constant", [True, False], ids=["constant", "runtime"])
+@pytest.mark.parametrize("step_known", [True, False], ids=["step", "runtime-step"])
 def test_counted_loops_run_pythons_range_without_wrapping(t: E, start: int, stop: int,
-                                                         step: int, constant: bool) -> None:
+                                                         step: int, constant: bool,
+                                                         step_known: bool) -> None:
+    count, final = _count_loop(t, start, stop, step, constant, step_known)
+    values = range(start, stop, step)
+    assert count == len(values)
+    assert final == (values[-1] if values else 0)
+
+
+@pytest.mark.parametrize("t", [E.I32, E.U32, E.I64])
+def test_a_runtime_step_of_zero_runs_no_iterations(t: E) -> None:
+    assert _count_loop(t, 0, 10, 0, False, False) == (0, 0)
+
+
+def _count_loop(t: E, start: int, stop: int, step: int, constant: bool,
+                step_known: bool) -> tuple[int, int]:
+    """The trip count and last value of ``for i in range(start, stop, step)`` in ``t``
+    after :func:`count_loops`, with the bounds and the step constants or parameters."""
     bounds = (c(start, t), c(stop, t)) if constant else (v("lo", t), v("hi", t))
-    k = kern([ir.For("i", bounds[0], bounds[1], ir.Const(step, t), (
+    by = ir.Const(step, t) if step_known else v("by", t)
+    k = kern([ir.For("i", bounds[0], bounds[1], by, (
                   ir.Assign("n", op(B.ADD, v("n", E.U32), c(1, E.U32))),
                   ir.Assign("last", v("i", t)))),
               ir.Store("count", c(0, E.U32), v("n", E.U32)),
               ir.Store("final", c(0, E.U32), v("last", t))],
-             [("lo", t.value), ("hi", t.value), ("count", "u32[]"), ("final", f"{t.value}[]")],
+             [("lo", t.value), ("hi", t.value), ("by", t.value), ("count", "u32[]"),
+              ("final", f"{t.value}[]")],
              local=[("i", t), ("n", E.U32), ("last", t)])
     lowered = count_loops(k)
     assert all(is_canonical(f) for f in nodes(lowered, ir.For))
     count, final = np.zeros(1, np.uint32), np.zeros(1, t.numpy_name)
     dtype = np.dtype(t.numpy_name).type
-    run(lowered, [count, final], [dtype(start), dtype(stop)], count=1, dim=1, mode=UNCHECKED)
-    values = range(start, stop, step)
-    assert count[0] == len(values)
-    assert final[0] == (values[-1] if values else 0)
+    run(lowered, [count, final], [dtype(start), dtype(stop), dtype(step)], count=1, dim=1,
+        mode=UNCHECKED)
+    return int(count[0]), int(final[0])
 
 
 # ---------------------------------------------------------------- evaluation

@@ -117,7 +117,7 @@ def _divergence_error(d: Divergence, unit: _Unit) -> KernelSyntaxError:
     cause = {
         ir.If: f"the `if` condition on {where} depends on the unit",
         ir.While: f"the `while` condition on {where} depends on the unit",
-        ir.For: f"the `for` bounds on {where} depend on the unit",
+        ir.For: f"the `for` bounds or step on {where} depend on the unit",
         ir.Return: f"the `return` on {where} is taken by some units only",
         ir.Break: f"the `break` on {where} is taken by some units only",
         ir.Continue: f"the `continue` on {where} is taken by some units only",
@@ -1264,20 +1264,21 @@ class _KernelBuilder:
         start = self.expr(start_node) if start_node is not None else Weak(0)
         stop = self.expr(stop_node)
         step = 1
+        bounds = [(start, start_node), (stop, stop_node)]
         if len(arg_nodes) == 3:
             sv = self.expr(arg_nodes[2])
-            if isinstance(sv, (Weak, ir.Const)) and not isinstance(sv.value, bool) \
-                    and isinstance(sv.value, int):
-                step = sv.value
-            else:
-                raise self.fail(arg_nodes[2], "the step of range() must be a constant integer "
-                                              f"(a literal or comptime value), not "
+            if not isinstance(sv, (Weak, ir.Const)):
+                # Known at run time only: typed with the bounds, its sign taken at run time.
+                bounds.append((sv, arg_nodes[2]))
+            elif isinstance(sv.value, bool) or not isinstance(sv.value, int):
+                raise self.fail(arg_nodes[2], "the step of range() must be an integer, not "
                                               f"`{self.seg(arg_nodes[2])}`")
-            if step == 0:
+            elif sv.value == 0:
                 raise self.fail(arg_nodes[2], "the step of range() must not be zero")
+            else:
+                step = sv.value
         info = self.locals.get(name)
         weak = self.unit.weak
-        bounds = [(start, start_node), (stop, stop_node)]
         for v, _ in bounds:
             if not isinstance(v, Weak) and not v.type.is_int:
                 raise self.fail(it, f"range() needs integer bounds, got {v.type.value} in "
@@ -1313,8 +1314,8 @@ class _KernelBuilder:
             if not isinstance(v, Weak) and v.type is not elem:
                 why = (f"; `{name}` is already {elem.value}{self.weak_origin(var)}"
                        if info is not None else "")
-                raise self.fail(it, f"type mismatch in `{self.seg(it)}`: the bounds of "
-                                    f"range() must share one type, {elem.value} vs "
+                raise self.fail(it, f"type mismatch in `{self.seg(it)}`: the bounds and "
+                                    f"step of range() must share one type, {elem.value} vs "
                                     f"{v.type.value}{self.describe_vars(it)}{why}; cast, "
                                     f"e.g. {elem.value}({self.seg(bnode or it)})")
         if step < 0 and not elem.is_signed:
@@ -1330,13 +1331,17 @@ class _KernelBuilder:
                     self.rule_error(it, err, bnode or it)
             else:
                 exprs.append(v)
-        try:
-            step_c = const_of(Weak(step), elem)
-        except TypeRuleError as err:
-            self.rule_error(it, err, it)
-        if unroll and not all(isinstance(e, ir.Const) for e in exprs):
-            raise self.fail(it, f"range(..., unroll=True) needs constant bounds (literals or "
-                                f"comptime values), not `{self.seg(it)}`{self.describe_vars(it)}")
+        if len(exprs) == 3:
+            step_c = exprs.pop()
+        else:
+            try:
+                step_c = const_of(Weak(step), elem)
+            except TypeRuleError as err:
+                self.rule_error(it, err, it)
+        if unroll and not all(isinstance(e, ir.Const) for e in (*exprs, step_c)):
+            raise self.fail(it, f"range(..., unroll=True) needs constant bounds and step "
+                                f"(literals or comptime values), not `{self.seg(it)}`"
+                                f"{self.describe_vars(it)}")
         if info is None:
             info = self._declare(name, var, elem, self.src.line(node))
         loop = self.flow.loop("for", self.src.line(node))
