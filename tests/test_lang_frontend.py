@@ -1071,7 +1071,7 @@ def uns_fstring(a: Array[f32], n: i32):
 
 
 def uns_unpack(a: Array[f32]):
-    x, y = 1, 2  # <unpack>
+    x, *y = 1, 2  # <unpack>
 
 
 def uns_return_value(a: Array[f32]):
@@ -1170,7 +1170,7 @@ UNSUPPORTED = [
     (uns_global, "global", "`global` declarations are not supported in kernels"),
     (uns_nested_def, "nested-def", "nested function definitions are not supported"),
     (uns_fstring, "fstring", "f-strings are not supported in kernels"),
-    (uns_unpack, "unpack", "tuple unpacking is not supported in kernels"),
+    (uns_unpack, "unpack", "starred targets (`*y`) are not supported in kernels"),
     (uns_return_value, "return-value", "a kernel returns nothing"),
     (uns_expr_stmt, "expr-stmt", "`x + 1` has no effect"),
     (uns_unused_call, "unused-call", "the result of `exp(x)` is unused"),
@@ -1180,7 +1180,7 @@ UNSUPPORTED = [
     (uns_assert, "assert", "`assert` statements are not supported"),
     (uns_raise, "raise", "`raise` statements are not supported"),
     (uns_dict, "dict", "dict literals are not supported"),
-    (uns_tuple, "tuple", "tuples are not supported"),
+    (uns_tuple, "tuple", "`(1, 2)` is 2 values, and `t` takes one: unpack them"),
     (uns_comprehension, "genexp", "comprehensions are not supported"),
     (uns_string_const, "string-const", "string constants are not supported"),
     (uns_none, "none", "`None` is not supported"),

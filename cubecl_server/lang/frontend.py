@@ -37,6 +37,7 @@ from .signature import (
 )
 from .slices import SliceRef, bounds, window_index
 from .source import KernelSource, body_of, closure_vars, load_source, raises_at_kernel_line
+from .tuples import TupleValue, Unpacked, needs_holding
 from .typerules import (
     Fixed,
     Mismatch,
@@ -330,7 +331,7 @@ class _KernelBuilder:
         # Helper returns: the local a value return assigns (branch form), whether the
         # statement just built always returns, and whether a return is allowed there.
         self.result: _LocalInfo | None = None
-        self.returned_value: Value | None = None
+        self.returned_value: Unpacked | None = None
         self.saw_return = False
         self.always_returns = False
         self.tail = False
@@ -694,8 +695,12 @@ class _KernelBuilder:
         self.saw_return = True
         if node.value is None:
             return []
-        value = self.expr(node.value)
+        value = self.unpacked(node.value)
         if self.branch_returns:
+            if isinstance(value, TupleValue):
+                raise self.fail(node, f"cube_fn `{self.helper}` returns several values from "
+                                      "a branch: assign them to locals in each branch and "
+                                      "end the helper with one `return a, b`")
             if self.result is None:
                 try:
                     expr = concrete(value)
@@ -820,10 +825,9 @@ class _KernelBuilder:
                                   f"`{self.seg(node)}`")
 
     def stmt_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
-        for t in node.targets:
-            if isinstance(t, (ast.Tuple, ast.List)):
-                raise self.fail(t, "tuple unpacking is not supported in kernels: assign "
-                                   "each variable on its own line")
+        if isinstance(node.value, ast.Tuple) or any(
+                isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+            return self.unpack_assign(node)
         special = self.special_assign(node)
         if special is not None:
             return special
@@ -832,6 +836,86 @@ class _KernelBuilder:
         for t in node.targets:
             out.append(self.assign_to(t, value, node, node.value))
         return out
+
+    def unpack_assign(self, node: ast.Assign) -> list[ir.Stmt]:
+        """``a, b = x, y`` and ``q, r = helper(...)``: the right side evaluated whole
+        (into locals where a target is assigned before a value reading it), then each
+        target assigned, left to right."""
+        out: list[ir.Stmt] = []
+        value = self.unpacked(node.value)
+        if needs_holding(node.targets, node.value):
+            value = self.hold(value, node, node.value, out)
+        for t in node.targets:
+            self.unpack(t, value, node, node.value, out)
+        return out
+
+    def unpacked(self, node: ast.expr) -> Unpacked:
+        """The right side of an assignment: a tuple of values, the values a helper
+        returns, or one value."""
+        if isinstance(node, ast.Tuple):
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    raise self.fail(e, f"`*` unpacking is not supported in kernels: write "
+                                       f"the values out (`{self.seg(e)}`)")
+            return TupleValue(tuple(self.unpacked(e) for e in node.elts))
+        if isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred)
+                                                  for a in node.args):
+            try:
+                obj = self.static(node.func)
+            except KernelSyntaxError:
+                obj = None
+            if isinstance(obj, lt.CubeFn):
+                value = self.inline(obj, node, want_value=True)
+                assert value is not None
+                return value
+        return self.expr(node)
+
+    def hold(self, value: Unpacked, node: ast.stmt, value_node: ast.expr,
+             out: list[ir.Stmt]) -> Unpacked:
+        """``value`` with each part that is not a constant kept in a new local first
+        (weak where the part is), so assigning one target cannot change another's value."""
+        if isinstance(value, TupleValue):
+            parts = (value_node.elts if isinstance(value_node, ast.Tuple)
+                     else [value_node] * len(value.items))
+            return TupleValue(tuple(self.hold(v, node, n, out)
+                                    for v, n in zip(value.items, parts, strict=True)))
+        if isinstance(value, Weak | ir.Const):
+            return value
+        name = self.unit.fresh("unpacked")
+        root = self.weak_of(value)
+        if root is not None:
+            self.unit.weak.add(name, self.unit.weak.kind(root), like=root)
+        self.unit.ir_locals.append(ir.Local(name, value.type))
+        out.append(ir.Assign(name, value))
+        return self.derived(ir.Var(name, value.type), root)
+
+    def unpack(self, target: ast.expr, value: Unpacked, node: ast.stmt,
+               value_node: ast.expr, out: list[ir.Stmt]) -> None:
+        """Assign ``value`` to ``target``: a tuple target takes a tuple of as many
+        values, part by part; any other target takes one value."""
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, TupleValue):
+                raise self.fail(target, f"`{self.seg(value_node)}` is {len(value.items)} "
+                                        f"values, and `{self.seg(target)}` takes one: unpack "
+                                        f"them into as many names, e.g. `"
+                                        f"{', '.join('abcdefgh'[:len(value.items)])} = "
+                                        f"{self.seg(value_node)}`")
+            out.append(self.assign_to(target, value, node, value_node))
+            return
+        for e in target.elts:
+            if isinstance(e, ast.Starred):
+                raise self.fail(e, f"starred targets (`{self.seg(e)}`) are not supported in "
+                                   "kernels: name each value")
+        if not isinstance(value, TupleValue):
+            raise self.fail(target, f"cannot unpack `{self.seg(value_node)}` into "
+                                    f"`{self.seg(target)}`: it is one value, not a tuple")
+        if len(value.items) != len(target.elts):
+            raise self.fail(target, f"`{self.seg(target)}` takes {len(target.elts)} values, "
+                                    f"but `{self.seg(value_node)}` is {len(value.items)}")
+        parts = (value_node.elts if isinstance(value_node, ast.Tuple)
+                 else [value_node] * len(value.items))
+        for t, v, n in zip(target.elts, value.items, parts, strict=True):
+            self.unpack(t, v, node, n, out)
 
     def special_assign(self, node: ast.Assign) -> list[ir.Stmt] | None:
         """``tile = shared(T, n)``, ``acc = local_array(T, n)`` and
@@ -1879,6 +1963,11 @@ class _KernelBuilder:
         if isinstance(obj, lt.CubeFn):
             value = self.inline(obj, node, want_value=True)
             assert value is not None
+            if isinstance(value, TupleValue):
+                names = ", ".join("abcdefgh"[:len(value.items)])
+                raise self.fail(node, f"cube_fn `{obj.name}` returns {len(value.items)} "
+                                      f"values, so `{self.seg(node)}` is not one value: unpack "
+                                      f"them, e.g. `{names} = {self.seg(node)}`")
             return value
         if node.keywords:
             raise self.fail(node, f"keyword arguments are not supported in kernel calls "
@@ -2163,7 +2252,7 @@ class _KernelBuilder:
         return ir.PlaneOp(fn.fn, x, lane,
                           ir.Elem.U32 if fn.fn is ir.PlaneFn.BALLOT else x.type)
 
-    def inline(self, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Value | None:
+    def inline(self, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Unpacked | None:
         """Inline a call to a helper: its statements go before the current statement
         (``unit.pending``); returns the call's value (None when it returns nothing)."""
         unit = self.unit
@@ -2215,7 +2304,7 @@ class _KernelBuilder:
             body = child.block(tree_body, tail=True)
         finally:
             unit.inlining.pop()
-        value: Value | None
+        value: Unpacked | None
         if child.branch_returns:
             if child.result is not None and not child.always_returns:
                 raise KernelSyntaxError(
@@ -2227,17 +2316,24 @@ class _KernelBuilder:
             value = child.returned_value
         unit.pending.extend(prologue)
         unit.pending.extend(body)
-        if value is not None and not isinstance(value, Weak) and any(
-                isinstance(n, ir.Load) for n in ir.walk(value)):
-            # A value read from memory is read where the call is: code hoisted after it
-            # in the same statement (another call, an atomic) must not change it.
-            tmp = self.temp(f"{cf.name}_value", value.type)
-            unit.pending.append(ir.Assign(tmp.name, value))
-            value = tmp
+        if value is not None:
+            value = self.read_now(value, cf.name)
         if want_value and value is None:
             raise self.fail(node, f"cube_fn `{cf.name}` returns no value, so `{self.seg(node)}`"
                                   " cannot be used in an expression")
         return value
+
+    def read_now(self, value: Unpacked, helper: str) -> Unpacked:
+        """A helper's value (each of its values) that reads memory, read into a local
+        where the call is: code hoisted after it in the same statement (another call,
+        an atomic) must not change it."""
+        if isinstance(value, TupleValue):
+            return TupleValue(tuple(self.read_now(v, helper) for v in value.items))
+        if isinstance(value, Weak) or not any(isinstance(n, ir.Load) for n in ir.walk(value)):
+            return value
+        tmp = self.temp(f"{helper}_value", value.type)
+        self.unit.pending.append(ir.Assign(tmp.name, value))
+        return tmp
 
     def bind_argument(self, child: _KernelBuilder, pname: str, arg: object, ann: object,
                       node: ast.Call, prologue: list[ir.Stmt]) -> None:
