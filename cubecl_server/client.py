@@ -402,7 +402,9 @@ class ComputeClient:
         if plan is None:
             aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
             k = aid.kernel.ir
-            check_launch(k, cube_dim, self.capabilities)
+            first_use = getattr(kernel, "first_use", None)
+            check_launch(k, cube_dim, self.capabilities, None if first_use is None else
+                         lambda test: first_use(comptime, test))
             read, written = k.array_access
             arrays = [p for p in k.params if p.array]
             maps = _map_loads(k)

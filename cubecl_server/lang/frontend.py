@@ -20,7 +20,7 @@ import inspect
 import itertools
 import types as pytypes
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, NoReturn
 
 from .. import ir
@@ -59,7 +59,7 @@ from .typerules import (
 )
 from .uniformity import Divergence, Marker, UniformLoad, find_divergent, strip_markers
 
-__all__ = ["parse_kernel", "kernel_signature", "KernelSignature"]
+__all__ = ["parse_kernel", "first_use", "kernel_signature", "KernelSignature"]
 
 
 @raises_at_kernel_line
@@ -78,6 +78,49 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
     ends at the kernel's line, with none of the frontend's frames) and TypeError for
     comptime values that do not match the signature.
     """
+    return _build(fn, comptime, source, signature, reads)[0]
+
+
+def first_use(fn: Callable[..., Any], comptime: dict[str, object] | None,
+              test: Callable[[object], bool], *, source: KernelSource | None = None,
+              signature: KernelSignature | None = None) -> ir.SourceLoc | None:
+    """Where the kernel function ``fn`` (specialised with ``comptime``) first uses
+    what ``test`` picks out of its IR nodes: the file and line of the first statement,
+    in program order, holding such a node (a helper's statement at its own line), or
+    None where none does. It builds the kernel again, so it is for error messages."""
+    _, body, locs = _build(fn, comptime, source, signature, None)
+    found = _first_stmt(body, test)
+    if found is None or id(found) not in locs:
+        return None
+    return ir.SourceLoc(*locs[id(found)])
+
+
+_BLOCKS = ("then", "orelse", "body")
+
+
+def _first_stmt(body: tuple[object, ...], test: Callable[[object], bool]) -> object | None:
+    """The first statement under ``body`` whose own parts (not its nested blocks) hold
+    a node ``test`` picks, innermost first."""
+    for st in body:
+        own = tuple(getattr(st, f.name) for f in (fields(st) if is_dataclass(st) else ())
+                    if f.name not in _BLOCKS)
+        if test(st) or any(test(n) for n in ir.walk(own)):
+            return st
+        for name in _BLOCKS:
+            inner = getattr(st, name, None)
+            if isinstance(inner, tuple):
+                found = _first_stmt(inner, test)
+                if found is not None:
+                    return found
+    return None
+
+
+def _build(fn: Callable[..., Any], comptime: dict[str, object] | None,
+           source: KernelSource | None, signature: KernelSignature | None,
+           reads: Reads | None) -> tuple[ir.Kernel, tuple[ir.Stmt, ...],
+                                         dict[int, tuple[str, int]]]:
+    """:func:`parse_kernel`'s work: the kernel, the body as built (its statements are
+    the keys of the third item) and where each statement was written."""
     if source is None:
         source = load_source(fn)
     sig = signature if signature is not None else kernel_signature(fn, source)
@@ -99,7 +142,7 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
         raise unit.deferred[0]
     for d in find_divergent(body):
         raise _divergence_error(d, unit)
-    return ir.Kernel(
+    kernel = ir.Kernel(
         name=fn.__name__,
         params=params,
         locals=tuple(unit.ir_locals),
@@ -109,6 +152,7 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
         local_arrays=tuple(unit.local_arrays),
         loc=ir.SourceLoc(source.file, source.line(source.tree)),
     )
+    return kernel, body, unit.locs
 
 
 def _divergence_error(d: Divergence, unit: _Unit) -> KernelSyntaxError:
