@@ -210,7 +210,8 @@ class ComputeClient:
     # ------------------------------------------------------------- memory
 
     def empty(self, shape: int | Sequence[int], dtype: Any) -> Handle:
-        """A new buffer of ``shape`` and ``dtype`` with unspecified contents."""
+        """A new buffer of ``shape`` and ``dtype`` with unspecified contents: what its
+        memory held, often the data of a buffer freed before (the pool reuses memory)."""
         shape_t = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
         if any(s < 0 for s in shape_t):
             raise ValueError(f"shape {shape_t} has a negative extent")

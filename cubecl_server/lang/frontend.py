@@ -1747,6 +1747,13 @@ class _KernelBuilder:
             except TypeRuleError as err:
                 self.rule_error(node, err, lnode, rnode)
             return ir.Math(ir.MathFn.POW, (a, b), line)
+        if not isinstance(rhs, Weak) and rhs.type.is_int and (
+                isinstance(lhs.value, float) if isinstance(lhs, Weak) else lhs.type.is_float):
+            # A float to a typed integer power: pow() takes two floats, powi() this.
+            raise self.fail(node, f"`**` of a float by an integer ({rhs.type.value}) in "
+                                  f"`{self.seg(node)}`{self.describe_vars(node)}: use "
+                                  f"powi({self.seg(lnode)}, {self.seg(rnode)}), or cast the "
+                                  f"exponent to the base's type for pow()")
         self.meet_pair(lhs, rhs, node)
         try:
             if isinstance(lhs, Weak) and isinstance(rhs, Weak):
