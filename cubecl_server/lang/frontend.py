@@ -2297,11 +2297,31 @@ class _KernelBuilder:
                 lane = lv
         if fn in (lt.plane_shuffle_up, lt.plane_shuffle_down):
             assert lane is not None
-            op = ir.BinOp.SUB if fn is lt.plane_shuffle_up else ir.BinOp.ADD
-            delta = lane if lane.type is ir.Elem.U32 else ir.Cast(lane, ir.Elem.U32)
-            lane = ir.Binary(op, ir.Builtin(ir.BuiltinName.UNIT_POS_PLANE), delta, ir.Elem.U32)
+            lane = self.shift_lane(lane, fn is lt.plane_shuffle_up)
         return ir.PlaneOp(fn.fn, x, lane,
                           ir.Elem.U32 if fn.fn is ir.PlaneFn.BALLOT else x.type)
+
+    def shift_lane(self, delta: ir.Expr, up: bool) -> ir.Expr:
+        """The lane ``plane_shuffle_up``/``down`` by ``delta`` reads: ``delta`` below
+        (above) this unit's, or this unit's own where that is outside the plane, so a
+        unit with no source keeps its own value (as CUDA's ``__shfl_up_sync``)."""
+        u32 = ir.Elem.U32
+        if delta.type is not u32:
+            delta = ir.Cast(delta, u32)
+        if not isinstance(delta, ir.Const | ir.Var | ir.Builtin):
+            held = self.temp("delta", u32)
+            self.unit.pending.append(ir.Assign(held.name, delta))
+            delta = held
+        me = ir.Builtin(ir.BuiltinName.UNIT_POS_PLANE)
+        if up:
+            inside = ir.Binary(ir.BinOp.LE, delta, me, ir.Elem.BOOL)
+            source = ir.Binary(ir.BinOp.SUB, me, delta, u32)
+        else:
+            # `me + delta < PLANE_DIM` without the sum, which could wrap.
+            room = ir.Binary(ir.BinOp.SUB, ir.Builtin(ir.BuiltinName.PLANE_DIM), me, u32)
+            inside = ir.Binary(ir.BinOp.LT, delta, room, ir.Elem.BOOL)
+            source = ir.Binary(ir.BinOp.ADD, me, delta, u32)
+        return ir.Select(inside, source, me, u32)
 
     def inline(self, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Unpacked | None:
         """Inline a call to a helper: its statements go before the current statement
