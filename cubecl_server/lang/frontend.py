@@ -27,6 +27,7 @@ from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
 from .assigned import DefiniteAssignment
+from .composed import COMPOSED, composed
 from .reads import MISSING, Path, Reads
 from .signature import (
     LINE_SIZE,
@@ -914,7 +915,7 @@ class _KernelBuilder:
                 return value
         return self.expr(node)
 
-    def hold(self, value: Unpacked, node: ast.stmt, value_node: ast.expr,
+    def hold(self, value: Unpacked, node: ast.AST, value_node: ast.expr,
              out: list[ir.Stmt]) -> Unpacked:
         """``value`` with each part that is not a constant kept in a new local first
         (weak where the part is), so assigning one target cannot change another's value."""
@@ -2059,6 +2060,9 @@ class _KernelBuilder:
         if obj in (lt.line, lt.line_size, lt.line_sum, lt.line_min, lt.line_max, lt.dot):
             assert isinstance(obj, lt.Intrinsic)
             return self.call_line(obj, node)
+        if any(obj is f for f in COMPOSED):
+            assert isinstance(obj, lt.Intrinsic)
+            return composed(self, obj, node)
         if obj is builtins.range:
             raise self.fail(node, "range() can only be used as the iterable of a `for` loop")
         if any(obj is t for t in (builtins.int, builtins.float, builtins.bool)):

@@ -403,6 +403,18 @@ select = Intrinsic("select", "Kernel function: select(cond, a, b) is a where con
                    "else b; both sides are evaluated (per element, for a line of bools).")
 
 
+to_degrees = Intrinsic("to_degrees", "Math function: radians to degrees, ``x * (180 / pi)`` "
+                       "(floats and lines of them).")
+to_radians = Intrinsic("to_radians", "Math function: degrees to radians, ``x * (pi / 180)`` "
+                       "(floats and lines of them).")
+recip = Intrinsic("recip", "Math function: the reciprocal ``1 / x`` (floats and lines of "
+                  "them).")
+magnitude = Intrinsic("magnitude", "Math function: the Euclidean length of a line, "
+                      "``sqrt(dot(v, v))`` (of a float, its absolute value).")
+normalize = Intrinsic("normalize", "Math function: ``v / magnitude(v)``, a line scaled to "
+                      "length 1 (of a float, its sign; NaN for 0).")
+
+
 # ---------------------------------------------------------------- lines
 
 
