@@ -42,7 +42,7 @@ _ARITY = {ir.MathFn.POW: 2, ir.MathFn.FMA: 3, ir.MathFn.MIN: 2, ir.MathFn.MAX: 2
           ir.MathFn.CLAMP: 3, ir.MathFn.ATAN2: 2, ir.MathFn.COPYSIGN: 2, ir.MathFn.HYPOT: 2,
           ir.MathFn.RHYPOT: 2, ir.MathFn.POWI: 2, ir.MathFn.MUL_HI: 2,
           ir.MathFn.SATURATING_ADD: 2, ir.MathFn.SATURATING_SUB: 2}
-_FLOAT_ATOMICS = (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN)
+_FLOAT_ATOMICS = (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN, ir.AtomicOp.EXCHANGE)
 _LANE_PLANE_FNS = (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR, ir.PlaneFn.SHUFFLE)
 _BOOL_PLANE_FNS = (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
 _Takes = tuple[str, Callable[[ir.Elem], bool]]
@@ -360,7 +360,7 @@ class _Checker:
 
     def atomic(self, s: ir.AtomicStmt) -> None:
         """Check an atomic: on an array parameter or shared array, an integer (or, for
-        ``add``, ``max`` and ``min``, f32) element, operands of its type."""
+        ``add``, ``max``, ``min`` and ``exchange``, f32) element, operands of its type."""
         elem = self.memory(s.array, s)
         if s.array in self.local_arrays:
             raise _Violation(f"{s.array!r} is a local array, which no other unit reaches: "

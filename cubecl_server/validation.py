@@ -117,12 +117,19 @@ def _missing_features(kernel: ir.Kernel, caps: Capabilities) -> list[_Feature]:
                         lambda n, e=elem: _of_type(n, e), f"use f32, or {_CHOOSE}"))
     elems = {p.name: p.elem for p in kernel.params if p.array}
     elems.update({sh.name: sh.elem for sh in kernel.shared})
-    lacking = {e for e in elems.values() if e not in caps.atomics}
-    if lacking:
-        out.append(("an atomic on a type the device has no atomics for (Capabilities."
-                    f"atomics holds {', '.join(sorted(e.value for e in caps.atomics)) or 'none'})",
-                    lambda n: isinstance(n, ir.AtomicStmt) and elems.get(n.array) in lacking,
-                    _CHOOSE))
+
+    def lacking(n: object) -> bool:
+        if not isinstance(n, ir.AtomicStmt):
+            return False
+        elem = elems.get(n.array)
+        # Only an f32 add is the f32 capability: the others are loops on u32 bits.
+        if elem is ir.Elem.F32 and n.op is not ir.AtomicOp.ADD:
+            elem = ir.Elem.U32
+        return elem not in caps.atomics
+
+    held = ", ".join(sorted(e.value for e in caps.atomics)) or "none"
+    out.append((f"an atomic on a type the device has no atomics for (Capabilities.atomics "
+                f"holds {held})", lacking, _CHOOSE))
     return out
 
 

@@ -119,11 +119,11 @@ MALFORMED: list[tuple[str, ir.Kernel, str]] = [
     ("empty local array", kern((), local_arrays=(ir.LocalArray("acc", I32, 0),)),
      "local array 'acc' has size 0; a size must be a positive integer constant, at most "
      "4294967295"),
-    ("atomic exchange on f32", kern((ir.AtomicStmt(ir.AtomicOp.EXCHANGE, "acc", c(0, U32),
-                                                   c(1.0, F32), None, None),),
-                                    shared=(ir.SharedArray("acc", F32, 4),)),
-     "atomic exchange is on i32, u32, i64, u64 elements, but 'acc' holds f32, "
-     "in `atomic_exchange(acc, 0:u32, 1.0:f32)`"),
+    ("atomic sub on f32", kern((ir.AtomicStmt(ir.AtomicOp.SUB, "acc", c(0, U32),
+                                              c(1.0, F32), None, None),),
+                               shared=(ir.SharedArray("acc", F32, 4),)),
+     "atomic sub is on i32, u32, i64, u64 elements, but 'acc' holds f32, "
+     "in `atomic_sub(acc, 0:u32, 1.0:f32)`"),
     ("compare without compare_exchange", kern((ir.AtomicStmt(
         ir.AtomicOp.ADD, "out", c(0, U32), c(1, I32), c(0, I32), None),)),
      "atomic add takes no compare value (compare_exchange alone does), "

@@ -379,6 +379,29 @@ def test_float_atomics_as_compare_exchange_loops(atomic: ir.AtomicOp, rng: Seede
     assert loop_float_atomics(k, Native(float_atomics=frozenset({atomic}))) is k
 
 
+def test_a_float_exchange_as_a_compare_exchange_loop(rng: Seeded) -> None:
+    n, slots = 256, 5
+    vals = rng.gen.standard_normal(n).astype(np.float32)
+    vals[::13] = -0.0
+    where = rng.gen.integers(0, slots, n).astype(np.uint32)
+    k = kern([ir.AtomicStmt(A.EXCHANGE, "acc", ld("where", POS, E.U32), ld("vals", POS, E.F32),
+                            None, "old"),
+              ir.Store("olds", POS, v("old", E.F32))],
+             [("where", "u32[]"), ("vals", "f32[]"), ("acc", "f32[]"), ("olds", "f32[]")],
+             local=[("old", E.F32)])
+    lowered = loop_float_atomics(k, BARE)
+    assert [s.op for s in nodes(lowered, ir.AtomicStmt)] == [A.COMPARE_EXCHANGE]
+    start = np.array([np.nan, 0.0, -1.0, 3.0, 100.0], np.float32)
+    acc, olds = start.copy(), np.zeros(n, np.float32)
+    run(lowered, [where, vals, acc, olds], mode=UNCHECKED)
+    for s in range(slots):
+        # One chain: each lane's old value is the start or another lane's value, and
+        # the element ends holding the one value nobody took as old, bit for bit.
+        mine, old = vals[where == s].view(np.uint32), olds[where == s].view(np.uint32)
+        assert sorted([*old.tolist(), int(acc[s:s + 1].view(np.uint32)[0])]) == sorted(
+            [*mine.tolist(), int(start[s:s + 1].view(np.uint32)[0])]), (s, rng)
+
+
 # ---------------------------------------------------------------- memory and lines
 
 

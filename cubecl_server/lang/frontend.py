@@ -849,7 +849,8 @@ class _KernelBuilder:
             raise self.fail(node, f"the first argument of {fn.name}() must be an array "
                                   f"parameter or a shared array, not `{self.seg(first)}`")
         array, elem = ref
-        float_op = fn.op in (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN)
+        float_op = (not cas and fn.op not in (ir.AtomicOp.AND, ir.AtomicOp.OR,
+                                              ir.AtomicOp.XOR)) or fn is lt.atomic_load
         ok = elem in _ATOMIC_INTS or (elem is ir.Elem.F32 and float_op)
         if not ok:
             allowed = "i32, u32, i64, u64" + (" or f32" if float_op else "")
@@ -861,7 +862,14 @@ class _KernelBuilder:
         vals = [self.coerce(self.expr(a), elem, node, a, f"`{array}`'s element")
                 for a in node.args[2:]] or [ir.Const(0, elem)]  # a load: an OR of 0
         compare = vals[0] if cas else None
-        return ir.AtomicStmt(fn.op, array, index, vals[-1], compare, result)
+        op, value = fn.op, vals[-1]
+        if elem is ir.Elem.F32 and fn is lt.atomic_load:
+            # x + -0.0 is x for every x (+0.0 included): an f32 load changes nothing.
+            op, value = ir.AtomicOp.ADD, ir.Const(-0.0, elem)
+        elif elem is ir.Elem.F32 and op is ir.AtomicOp.SUB:
+            # IEEE subtraction is the addition of the negation, exactly.
+            op, value = ir.AtomicOp.ADD, ir.Unary(ir.UnOp.NEG, value, elem)
+        return ir.AtomicStmt(op, array, index, value, compare, result)
 
     def atomic_value(self, fn: lt.AtomicIntrinsic, node: ast.Call) -> None:
         """Refuse an atomic without a value where its value is used."""
