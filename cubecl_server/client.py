@@ -256,7 +256,8 @@ class ComputeClient:
     # ------------------------------------------------------------- memory
 
     def empty(self, shape: int | Sequence[int], dtype: Any) -> Handle:
-        """A new buffer of ``shape`` and ``dtype`` with unspecified contents."""
+        """A new buffer of ``shape`` and ``dtype`` with unspecified contents: what its
+        memory held, often the data of a buffer freed before (the pool reuses memory)."""
         self._check_open()
         shape_t = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
         if any(s < 0 for s in shape_t):
@@ -459,7 +460,9 @@ class ComputeClient:
         if plan is None:
             aid = ArtifactId(kernel.kernel_id(comptime), cube_dim, self.mode)
             k = aid.kernel.ir
-            check_launch(k, cube_dim, self.capabilities)
+            first_use = getattr(kernel, "first_use", None)
+            check_launch(k, cube_dim, self.capabilities, None if first_use is None else
+                         lambda test: first_use(comptime, test))
             read, written = k.array_access
             arrays = [p for p in k.params if p.array]
             maps = _map_loads(k)

@@ -628,17 +628,19 @@ class If:
 
 @dataclass(frozen=True)
 class For:
-    """``for var in range(start, stop, step)``; ``step`` is a nonzero constant.
+    """``for var in range(start, stop, step)``; ``step`` is a nonzero constant or a
+    value computed at run time.
 
-    The bounds are evaluated once, before the first iteration, and the trip count is
-    Python's: ``max(0, ceil((stop - start) / step))``. ``unroll`` asks the
-    backend to unroll (the bounds are then constants).
+    The bounds and the step are evaluated once, before the first iteration, and the
+    trip count is Python's: ``max(0, ceil((stop - start) / step))``; a step that is 0
+    at run time runs no iterations. ``unroll`` asks the backend to unroll (the bounds
+    and step are then constants).
     """
 
     var: str
     start: Expr
     stop: Expr
-    step: Const
+    step: Expr
     body: tuple[Stmt, ...]
     unroll: bool = False
 

@@ -46,7 +46,7 @@ _ARITY = {ir.MathFn.POW: 2, ir.MathFn.FMA: 3, ir.MathFn.MIN: 2, ir.MathFn.MAX: 2
           ir.MathFn.CLAMP: 3, ir.MathFn.ATAN2: 2, ir.MathFn.COPYSIGN: 2, ir.MathFn.HYPOT: 2,
           ir.MathFn.RHYPOT: 2, ir.MathFn.POWI: 2, ir.MathFn.MUL_HI: 2,
           ir.MathFn.SATURATING_ADD: 2, ir.MathFn.SATURATING_SUB: 2}
-_FLOAT_ATOMICS = (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN)
+_FLOAT_ATOMICS = (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN, ir.AtomicOp.EXCHANGE)
 _LANE_PLANE_FNS = (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR, ir.PlaneFn.SHUFFLE)
 _BOOL_PLANE_FNS = (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
 _Takes = tuple[str, Callable[[ir.Elem], bool]]
@@ -345,7 +345,8 @@ class _Checker:
         return elem
 
     def for_(self, s: ir.For) -> None:
-        """Check a ``for``: an integer local, bounds and a nonzero constant step of its type."""
+        """Check a ``for``: an integer local, bounds and a step of its type (a constant
+        one nonzero)."""
         if s.var not in self.locals:
             raise _Violation(f"the loop variable {s.var!r} is not a declared local", s)
         t = self.locals[s.var]
@@ -364,11 +365,18 @@ class _Checker:
                 raise _Violation(f"an unrolled loop has constant bounds, but the {what} is "
                                  "not a constant", s)
         step = s.step
-        if not isinstance(step, ir.Const) or step.type is not t or not _fits(step.value, t) \
-                or step.value == 0:
+        if isinstance(step, ir.Const) and (step.type is not t or not _fits(step.value, t)
+                                           or step.value == 0):
             raise _Violation(f"the step must be a nonzero constant of the loop variable's type "
-                             f"({t.value})", s)
-        if step.value < 0 and not t.is_signed:
+                             f"({t.value}) or a value of that type", s)
+        self.expr(step)
+        if step.type is not t:
+            raise _Violation(f"the step is {step.type.value}, but the loop variable "
+                             f"{s.var!r} is {t.value}", s)
+        if s.unroll and not isinstance(step, ir.Const):
+            raise _Violation("an unrolled loop has a constant step, but the step is not a "
+                             "constant", s)
+        if isinstance(step, ir.Const) and step.value < 0 and not t.is_signed:
             raise _Violation(f"a negative step needs a signed loop variable, but {s.var!r} "
                              f"is {t.value}", s)
         if s.unroll:
@@ -382,7 +390,7 @@ class _Checker:
 
     def atomic(self, s: ir.AtomicStmt) -> None:
         """Check an atomic: on an array parameter or shared array, an integer (or, for
-        ``add``, ``max`` and ``min``, f32) element, operands of its type."""
+        ``add``, ``max``, ``min`` and ``exchange``, f32) element, operands of its type."""
         elem = self.memory(s.array, s)
         if s.array in self.local_arrays:
             raise _Violation(f"{s.array!r} is a local array, which no other unit reaches: "

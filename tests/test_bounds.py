@@ -17,6 +17,8 @@ from cubecl_server.client import create_client
 from cubecl_server.conformance import kernels as K
 from cubecl_server.lang import (
     ABSOLUTE_POS,
+    CUBE_COUNT,
+    CUBE_DIM,
     UNIT_POS,
     Array,
     KernelFunction,
@@ -175,3 +177,25 @@ def _by_buffer_len(a: Array[f32], out: Array[f32]) -> None:
         a[i] = f32(i) + 1.0
     if i < len(out):
         out[i] = a[i]
+
+
+@kernel
+def strided(a: Array[f32], out: Array[f32], step: i32) -> None:
+    """A grid-stride loop (a step known at run time only, unsigned), and loops by a
+    signed step of unknown sign over a shared array of 16."""
+    for b in range(ABSOLUTE_POS, len(out), CUBE_DIM * CUBE_COUNT):
+        out[b] = a[b]
+    tile = shared(f32, 16)
+    for k in range(0, 10, step):  # either sign: 0..9 (counting down runs nothing)
+        tile[k] = 1.0
+    for j in range(9, -1, step):  # either sign: 9 down to 0, or nothing
+        tile[j] = 2.0
+    for m in range(0, 20, step):  # up to 19: past the tile
+        tile[m] = 3.0
+
+
+def test_a_runtime_step_keeps_what_its_sign_proves() -> None:
+    assert _verdicts(strided, CubeDim(64)) == [
+        ("out[b]", True), ("a[b]", False),  # b < len(out) by an unsigned step
+        ("tile[k]", True), ("tile[j]", True), ("tile[m]", False),
+    ]

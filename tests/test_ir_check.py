@@ -93,8 +93,12 @@ MALFORMED: list[tuple[str, ir.Kernel, str]] = [
      "the constant 2147483648 is not a value of i32, in `2147483648:i32`"),
     ("negative step on u32", kern((ir.For("k", c(9, U32), c(0, U32), c(-1, U32), ()),),
                                   locals_=(ir.Local("k", U32),)),
-     "the step must be a nonzero constant of the loop variable's type (u32), "
-     "in `for k in range(9:u32, 0:u32, -1:u32):`"),
+     "the step must be a nonzero constant of the loop variable's type (u32) or a value "
+     "of that type, in `for k in range(9:u32, 0:u32, -1:u32):`"),
+    ("step of another type", kern((ir.For("k", c(0, I32), c(9, I32), ir.Builtin(
+        ir.BuiltinName.CUBE_DIM), ()),), locals_=(ir.Local("k", I32),)),
+     "the step is u32, but the loop variable 'k' is i32, "
+     "in `for k in range(0:i32, 9:i32, CUBE_DIM):`"),
     ("for over a float", kern((ir.For("k", c(0.0, F32), c(1.0, F32), c(1.0, F32), ()),),
                               locals_=(ir.Local("k", F32),)),
      "the loop variable 'k' is f32, not an integer type, "
@@ -125,11 +129,11 @@ MALFORMED: list[tuple[str, ir.Kernel, str]] = [
     ("empty local array", kern((), local_arrays=(ir.LocalArray("acc", I32, 0),)),
      "local array 'acc' has size 0; a size must be a positive integer constant, at most "
      "4294967295"),
-    ("atomic exchange on f32", kern((ir.AtomicStmt(ir.AtomicOp.EXCHANGE, "acc", c(0, U32),
-                                                   c(1.0, F32), None, None),),
-                                    shared=(ir.SharedArray("acc", F32, 4),)),
-     "atomic exchange is on i32, u32, i64, u64 elements, but 'acc' holds f32, "
-     "in `atomic_exchange(acc, 0:u32, 1.0:f32)`"),
+    ("atomic sub on f32", kern((ir.AtomicStmt(ir.AtomicOp.SUB, "acc", c(0, U32),
+                                              c(1.0, F32), None, None),),
+                               shared=(ir.SharedArray("acc", F32, 4),)),
+     "atomic sub is on i32, u32, i64, u64 elements, but 'acc' holds f32, "
+     "in `atomic_sub(acc, 0:u32, 1.0:f32)`"),
     ("compare without compare_exchange", kern((ir.AtomicStmt(
         ir.AtomicOp.ADD, "out", c(0, U32), c(1, I32), c(0, I32), None),)),
      "atomic add takes no compare value (compare_exchange alone does), "

@@ -260,7 +260,7 @@ def test_barriers_under_divergent_control_are_reported(fn: Callable[..., Any], t
 
 def test_barrier_errors_name_the_cause() -> None:
     assert f"`if` condition on line {marked('bar-if-cause')}" in error(k_barrier_if).message
-    assert f"`for` bounds on line {marked('bar-loop-cause')}" in \
+    assert f"`for` bounds or step on line {marked('bar-loop-cause')}" in \
         error(k_barrier_loop_bound).message
     assert f"`return` on line {marked('bar-return-cause')}" in \
         error(k_barrier_after_return).message
@@ -314,8 +314,8 @@ def test_atomics_lower_to_atomic_statements() -> None:
     assert k.written_arrays == {"hist", "f", "big"}
 
 
-def k_atomic_f32_sub(f: Array[f32]) -> None:
-    atomic_sub(f, 0, 1.0)  # <atomic-f32>
+def k_atomic_f32_cas(f: Array[f32]) -> None:
+    atomic_compare_exchange(f, 0, 1.0, 2.0)  # <atomic-f32>
 
 
 def k_atomic_f64(f: Array[f64]) -> None:
@@ -346,7 +346,8 @@ def k_atomic_in_while(hist: Array[i32]) -> None:
 
 
 @pytest.mark.parametrize(("fn", "tag", "fragment"), [
-    (k_atomic_f32_sub, "atomic-f32", "atomic_sub() needs an array of i32, u32, i64, u64,"),
+    (k_atomic_f32_cas, "atomic-f32", "atomic_compare_exchange() needs an array of i32, u32, "
+                                     "i64, u64, but `f` holds f32"),
     (k_atomic_f64, "atomic-f64", "or f32, but `f` holds f64"),
     (k_atomic_not_array, "atomic-local", "must be an array parameter or a shared array"),
     (k_atomic_value_type, "atomic-value", "cast the value"),

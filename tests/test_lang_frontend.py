@@ -623,8 +623,23 @@ def loop_bounds_disagree(a: Array[f32], n: i32):
         a[i] = 0.0
 
 
-def loop_step_not_constant(a: Array[f32], n: i32):
-    for i in range(0, 10, n):  # <step-not-constant>
+def loop_runtime_step(a: Array[f32], n: i32):
+    for i in range(0, 10, n):
+        a[i] = 0.0
+
+
+def loop_step_float(a: Array[f32]):
+    for i in range(0, 10, 0.5):  # <step-float>
+        a[i] = 0.0
+
+
+def loop_step_mismatch(a: Array[f32], n: i32, s: u32):
+    for i in range(0, n, s):  # <step-mismatch>
+        a[i] = 0.0
+
+
+def loop_runtime_step_unrolled(a: Array[f32], n: i32):
+    for i in range(0, 10, n, unroll=True):  # <step-unrolled>
         a[i] = 0.0
 
 
@@ -669,11 +684,18 @@ def test_loop_variable_types() -> None:
     assert parse_kernel(loop_step_zero, {"S": 2}).body[0] == ir.For(
         "i", C(0, E.I32), C(10, E.I32), C(2, E.I32),
         (ir.Store("a", V("i", E.I32), C(0.0, E.F32)),))
+    # A step known at run time only types the loop with the bounds.
+    assert parse_kernel(loop_runtime_step, {}).body[0] == ir.For(
+        "i", C(0, E.I32), C(10, E.I32), V("n", E.I32),
+        (ir.Store("a", V("i", E.I32), C(0.0, E.F32)),))
 
 
 @pytest.mark.parametrize(("fn", "tag", "fragment", "comptime"), [
     (loop_bounds_disagree, "bounds-disagree", "u32 vs i32", {}),
-    (loop_step_not_constant, "step-not-constant", "must be a constant integer", {}),
+    (loop_step_float, "step-float", "the step of range() must be an integer", {}),
+    (loop_step_mismatch, "step-mismatch", "bounds and step of range() must share one type, "
+                                          "i32 vs u32", {}),
+    (loop_runtime_step_unrolled, "step-unrolled", "needs constant bounds and step", {}),
     (loop_step_zero, "step-zero", "must not be zero", {"S": 0}),
     (loop_negative_unsigned, "neg-step-unsigned", "negative step needs a signed", {}),
     (loop_float_bounds, "float-bounds", "integer bounds", {}),
@@ -1049,7 +1071,7 @@ def uns_fstring(a: Array[f32], n: i32):
 
 
 def uns_unpack(a: Array[f32]):
-    x, y = 1, 2  # <unpack>
+    x, *y = 1, 2  # <unpack>
 
 
 def uns_return_value(a: Array[f32]):
@@ -1148,7 +1170,7 @@ UNSUPPORTED = [
     (uns_global, "global", "`global` declarations are not supported in kernels"),
     (uns_nested_def, "nested-def", "nested function definitions are not supported"),
     (uns_fstring, "fstring", "f-strings are not supported in kernels"),
-    (uns_unpack, "unpack", "tuple unpacking is not supported in kernels"),
+    (uns_unpack, "unpack", "starred targets (`*y`) are not supported in kernels"),
     (uns_return_value, "return-value", "a kernel returns nothing"),
     (uns_expr_stmt, "expr-stmt", "`x + 1` has no effect"),
     (uns_unused_call, "unused-call", "the result of `exp(x)` is unused"),
@@ -1158,7 +1180,7 @@ UNSUPPORTED = [
     (uns_assert, "assert", "`assert` statements are not supported"),
     (uns_raise, "raise", "`raise` statements are not supported"),
     (uns_dict, "dict", "dict literals are not supported"),
-    (uns_tuple, "tuple", "tuples are not supported"),
+    (uns_tuple, "tuple", "`(1, 2)` is 2 values, and `t` takes one: unpack them"),
     (uns_comprehension, "genexp", "comprehensions are not supported"),
     (uns_string_const, "string-const", "string constants are not supported"),
     (uns_none, "none", "`None` is not supported"),

@@ -19,10 +19,10 @@ from cubecl_server.lang import (
     Array,
     atan2,
     atomic_add,
-    atomic_exchange,
     atomic_load,
     atomic_max,
     atomic_store,
+    atomic_xor,
     bitcast,
     count_ones,
     f32,
@@ -235,15 +235,15 @@ def float_max(a: Array[f32], best: Array[f32]) -> None:
     a[ABSOLUTE_POS] = old
 
 
-def float_exchange(a: Array[f32]) -> None:
-    atomic_exchange(a, 0, 1.0)  # <f32-exchange>
+def float_xor(a: Array[f32]) -> None:
+    atomic_xor(a, 0, 1.0)  # <f32-xor>
 
 
-def test_atomic_max_takes_f32_and_exchange_does_not() -> None:
+def test_atomic_max_takes_f32_and_xor_does_not() -> None:
     [atomic, _] = parse_kernel(float_max).body
     assert isinstance(atomic, ir.AtomicStmt) and atomic.op is ir.AtomicOp.MAX
-    assert "atomic_exchange() needs an array of i32, u32, i64, u64, but `a` holds f32" in \
-        refused(float_exchange, "f32-exchange")
+    assert "atomic_xor() needs an array of i32, u32, i64, u64, but `a` holds f32" in \
+        refused(float_xor, "f32-xor")
 
 
 # ---------------------------------------------------------------- integer functions

@@ -133,6 +133,16 @@ def test_shuffle_up_down_and_elect_need_no_node_of_their_own() -> None:
         b[0] = plane_elect()
 
     text = ir.format_kernel(parse_kernel(k, {}))
-    assert "plane_shuffle(a[1:i32], (UNIT_POS_PLANE - 2:u32))" in text
-    assert "plane_shuffle(a[2:i32], (UNIT_POS_PLANE + 1:u32))" in text
+    # A unit whose source is outside the plane reads its own lane: it keeps its value.
+    assert ("plane_shuffle(a[1:i32], select((2:u32 <= UNIT_POS_PLANE), (UNIT_POS_PLANE - "
+            "2:u32), UNIT_POS_PLANE))") in text
+    assert ("plane_shuffle(a[2:i32], select((1:u32 < (PLANE_DIM - UNIT_POS_PLANE)), "
+            "(UNIT_POS_PLANE + 1:u32), UNIT_POS_PLANE))") in text
     assert "(trailing_zeros(plane_ballot(True:bool)) == UNIT_POS_PLANE)" in text
+
+
+def test_a_float_to_a_typed_integer_power_suggests_powi() -> None:
+    def k(a: Array[f32], n: u32) -> None:
+        a[0] = a[0] ** n
+
+    assert "use powi(a[0], n)" in refused(k)

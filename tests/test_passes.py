@@ -126,24 +126,42 @@ LOOPS = [
 @pytest.mark.parametrize(("t", "start", "stop", "step"), LOOPS,
                          ids=[f"{t.value}:{a}:{b}:{s}" for t, a, b, s in LOOPS])
 @pytest.mark.parametrize("constant", [True, False], ids=["constant", "runtime"])
+@pytest.mark.parametrize("step_known", [True, False], ids=["step", "runtime-step"])
 def test_counted_loops_run_pythons_range_without_wrapping(t: E, start: int, stop: int,
-                                                         step: int, constant: bool) -> None:
+                                                         step: int, constant: bool,
+                                                         step_known: bool) -> None:
+    count, final = _count_loop(t, start, stop, step, constant, step_known)
+    values = range(start, stop, step)
+    assert count == len(values)
+    assert final == (values[-1] if values else 0)
+
+
+@pytest.mark.parametrize("t", [E.I32, E.U32, E.I64])
+def test_a_runtime_step_of_zero_runs_no_iterations(t: E) -> None:
+    assert _count_loop(t, 0, 10, 0, False, False) == (0, 0)
+
+
+def _count_loop(t: E, start: int, stop: int, step: int, constant: bool,
+                step_known: bool) -> tuple[int, int]:
+    """The trip count and last value of ``for i in range(start, stop, step)`` in ``t``
+    after :func:`count_loops`, with the bounds and the step constants or parameters."""
     bounds = (c(start, t), c(stop, t)) if constant else (v("lo", t), v("hi", t))
-    k = kern([ir.For("i", bounds[0], bounds[1], ir.Const(step, t), (
+    by = ir.Const(step, t) if step_known else v("by", t)
+    k = kern([ir.For("i", bounds[0], bounds[1], by, (
                   ir.Assign("n", op(B.ADD, v("n", E.U32), c(1, E.U32))),
                   ir.Assign("last", v("i", t)))),
               ir.Store("count", c(0, E.U32), v("n", E.U32)),
               ir.Store("final", c(0, E.U32), v("last", t))],
-             [("lo", t.value), ("hi", t.value), ("count", "u32[]"), ("final", f"{t.value}[]")],
+             [("lo", t.value), ("hi", t.value), ("by", t.value), ("count", "u32[]"),
+              ("final", f"{t.value}[]")],
              local=[("i", t), ("n", E.U32), ("last", t)])
     lowered = count_loops(k)
     assert all(is_canonical(f) for f in nodes(lowered, ir.For))
     count, final = np.zeros(1, np.uint32), np.zeros(1, t.numpy_name)
     dtype = np.dtype(t.numpy_name).type
-    run(lowered, [count, final], [dtype(start), dtype(stop)], count=1, dim=1, mode=UNCHECKED)
-    values = range(start, stop, step)
-    assert count[0] == len(values)
-    assert final[0] == (values[-1] if values else 0)
+    run(lowered, [count, final], [dtype(start), dtype(stop), dtype(step)], count=1, dim=1,
+        mode=UNCHECKED)
+    return int(count[0]), int(final[0])
 
 
 # ---------------------------------------------------------------- evaluation
@@ -359,6 +377,29 @@ def test_float_atomics_as_compare_exchange_loops(atomic: ir.AtomicOp, rng: Seede
             assert sorted([*(old + mine).tolist(), float(start[s])]) == sorted(
                 [*old.tolist(), float(want)]), (s, rng)
     assert loop_float_atomics(k, Native(float_atomics=frozenset({atomic}))) is k
+
+
+def test_a_float_exchange_as_a_compare_exchange_loop(rng: Seeded) -> None:
+    n, slots = 256, 5
+    vals = rng.gen.standard_normal(n).astype(np.float32)
+    vals[::13] = -0.0
+    where = rng.gen.integers(0, slots, n).astype(np.uint32)
+    k = kern([ir.AtomicStmt(A.EXCHANGE, "acc", ld("where", POS, E.U32), ld("vals", POS, E.F32),
+                            None, "old"),
+              ir.Store("olds", POS, v("old", E.F32))],
+             [("where", "u32[]"), ("vals", "f32[]"), ("acc", "f32[]"), ("olds", "f32[]")],
+             local=[("old", E.F32)])
+    lowered = loop_float_atomics(k, BARE)
+    assert [s.op for s in nodes(lowered, ir.AtomicStmt)] == [A.COMPARE_EXCHANGE]
+    start = np.array([np.nan, 0.0, -1.0, 3.0, 100.0], np.float32)
+    acc, olds = start.copy(), np.zeros(n, np.float32)
+    run(lowered, [where, vals, acc, olds], mode=UNCHECKED)
+    for s in range(slots):
+        # One chain: each lane's old value is the start or another lane's value, and
+        # the element ends holding the one value nobody took as old, bit for bit.
+        mine, old = vals[where == s].view(np.uint32), olds[where == s].view(np.uint32)
+        assert sorted([*old.tolist(), int(acc[s:s + 1].view(np.uint32)[0])]) == sorted(
+            [*mine.tolist(), int(start[s:s + 1].view(np.uint32)[0])]), (s, rng)
 
 
 # ---------------------------------------------------------------- memory and lines

@@ -90,9 +90,9 @@ class KernelLoader:
 
     def get(self, id: ArtifactId) -> Any:
         """The loaded kernel for ``id``, compiling or reading it on a miss."""
-        try:
-            loaded = self._loaded[id]
-        except KeyError:
+        loaded = self._loaded.get(id)
+        if loaded is None:
+            # Outside an except block: a compile failure carries no KeyError chained.
             return self.get_batch((id,))[0]
         if self._launched:
             self._note((id,))

@@ -20,13 +20,14 @@ import inspect
 import itertools
 import types as pytypes
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, NoReturn
 
 from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
 from .assigned import DefiniteAssignment
+from .composed import COMPOSED, composed
 from .reads import MISSING, Path, Reads
 from .signature import (
     LINE_SIZE,
@@ -37,6 +38,7 @@ from .signature import (
 )
 from .slices import SliceRef, bounds, window_index
 from .source import KernelSource, body_of, closure_vars, load_source, raises_at_kernel_line
+from .tuples import TupleValue, Unpacked, Unpacking
 from .typerules import (
     Fixed,
     Mismatch,
@@ -58,7 +60,7 @@ from .typerules import (
 )
 from .uniformity import Divergence, Marker, UniformLoad, find_divergent, strip_markers
 
-__all__ = ["parse_kernel", "kernel_signature", "KernelSignature"]
+__all__ = ["parse_kernel", "first_use", "kernel_signature", "KernelSignature"]
 
 
 @raises_at_kernel_line
@@ -77,6 +79,49 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
     ends at the kernel's line, with none of the frontend's frames) and TypeError for
     comptime values that do not match the signature.
     """
+    return _build(fn, comptime, source, signature, reads)[0]
+
+
+def first_use(fn: Callable[..., Any], comptime: dict[str, object] | None,
+              test: Callable[[object], bool], *, source: KernelSource | None = None,
+              signature: KernelSignature | None = None) -> ir.SourceLoc | None:
+    """Where the kernel function ``fn`` (specialised with ``comptime``) first uses
+    what ``test`` picks out of its IR nodes: the file and line of the first statement,
+    in program order, holding such a node (a helper's statement at its own line), or
+    None where none does. It builds the kernel again, so it is for error messages."""
+    _, body, locs = _build(fn, comptime, source, signature, None)
+    found = _first_stmt(body, test)
+    if found is None or id(found) not in locs:
+        return None
+    return ir.SourceLoc(*locs[id(found)])
+
+
+_BLOCKS = ("then", "orelse", "body")
+
+
+def _first_stmt(body: tuple[object, ...], test: Callable[[object], bool]) -> object | None:
+    """The first statement under ``body`` whose own parts (not its nested blocks) hold
+    a node ``test`` picks, innermost first."""
+    for st in body:
+        own = tuple(getattr(st, f.name) for f in (fields(st) if is_dataclass(st) else ())
+                    if f.name not in _BLOCKS)
+        if test(st) or any(test(n) for n in ir.walk(own)):
+            return st
+        for name in _BLOCKS:
+            inner = getattr(st, name, None)
+            if isinstance(inner, tuple):
+                found = _first_stmt(inner, test)
+                if found is not None:
+                    return found
+    return None
+
+
+def _build(fn: Callable[..., Any], comptime: dict[str, object] | None,
+           source: KernelSource | None, signature: KernelSignature | None,
+           reads: Reads | None) -> tuple[ir.Kernel, tuple[ir.Stmt, ...],
+                                         dict[int, tuple[str, int]]]:
+    """:func:`parse_kernel`'s work: the kernel, the body as built (its statements are
+    the keys of the third item) and where each statement was written."""
     if source is None:
         source = load_source(fn)
     sig = signature if signature is not None else kernel_signature(fn, source)
@@ -98,7 +143,7 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
         raise unit.deferred[0]
     for d in find_divergent(body):
         raise _divergence_error(d, unit)
-    return ir.Kernel(
+    kernel = ir.Kernel(
         name=fn.__name__,
         params=params,
         locals=tuple(unit.ir_locals),
@@ -108,6 +153,7 @@ def parse_kernel(fn: Callable[..., Any], comptime: dict[str, object] | None = No
         local_arrays=tuple(unit.local_arrays),
         loc=ir.SourceLoc(source.file, source.line(source.tree)),
     )
+    return kernel, body, unit.locs
 
 
 def _divergence_error(d: Divergence, unit: _Unit) -> KernelSyntaxError:
@@ -117,7 +163,7 @@ def _divergence_error(d: Divergence, unit: _Unit) -> KernelSyntaxError:
     cause = {
         ir.If: f"the `if` condition on {where} depends on the unit",
         ir.While: f"the `while` condition on {where} depends on the unit",
-        ir.For: f"the `for` bounds on {where} depend on the unit",
+        ir.For: f"the `for` bounds or step on {where} depend on the unit",
         ir.Return: f"the `return` on {where} is taken by some units only",
         ir.Break: f"the `break` on {where} is taken by some units only",
         ir.Continue: f"the `continue` on {where} is taken by some units only",
@@ -293,7 +339,7 @@ def _names_in(tree: ast.AST) -> list[ast.Name]:
     return out
 
 
-class _KernelBuilder:
+class _KernelBuilder(Unpacking):
     """Walks one kernel's AST: one ``stmt_<Node>`` / ``expr_<Node>`` method per node type.
 
     A helper (``@cube_fn``) inlined into a kernel gets a builder of its own (its own
@@ -330,7 +376,7 @@ class _KernelBuilder:
         # Helper returns: the local a value return assigns (branch form), whether the
         # statement just built always returns, and whether a return is allowed there.
         self.result: _LocalInfo | None = None
-        self.returned_value: Value | None = None
+        self.returned_value: Unpacked | None = None
         self.saw_return = False
         self.always_returns = False
         self.tail = False
@@ -694,8 +740,12 @@ class _KernelBuilder:
         self.saw_return = True
         if node.value is None:
             return []
-        value = self.expr(node.value)
+        value = self.unpacked(node.value)
         if self.branch_returns:
+            if isinstance(value, TupleValue):
+                raise self.fail(node, f"cube_fn `{self.helper}` returns several values from "
+                                      "a branch: assign them to locals in each branch and "
+                                      "end the helper with one `return a, b`")
             if self.result is None:
                 try:
                     expr = concrete(value)
@@ -799,7 +849,8 @@ class _KernelBuilder:
             raise self.fail(node, f"the first argument of {fn.name}() must be an array "
                                   f"parameter or a shared array, not `{self.seg(first)}`")
         array, elem = ref
-        float_op = fn.op in (ir.AtomicOp.ADD, ir.AtomicOp.MAX, ir.AtomicOp.MIN)
+        float_op = (not cas and fn.op not in (ir.AtomicOp.AND, ir.AtomicOp.OR,
+                                              ir.AtomicOp.XOR)) or fn is lt.atomic_load
         ok = elem in _ATOMIC_INTS or (elem is ir.Elem.F32 and float_op)
         if not ok:
             allowed = "i32, u32, i64, u64" + (" or f32" if float_op else "")
@@ -811,7 +862,14 @@ class _KernelBuilder:
         vals = [self.coerce(self.expr(a), elem, node, a, f"`{array}`'s element")
                 for a in node.args[2:]] or [ir.Const(0, elem)]  # a load: an OR of 0
         compare = vals[0] if cas else None
-        return ir.AtomicStmt(fn.op, array, index, vals[-1], compare, result)
+        op, value = fn.op, vals[-1]
+        if elem is ir.Elem.F32 and fn is lt.atomic_load:
+            # x + -0.0 is x for every x (+0.0 included): an f32 load changes nothing.
+            op, value = ir.AtomicOp.ADD, ir.Const(-0.0, elem)
+        elif elem is ir.Elem.F32 and op is ir.AtomicOp.SUB:
+            # IEEE subtraction is the addition of the negation, exactly.
+            op, value = ir.AtomicOp.ADD, ir.Unary(ir.UnOp.NEG, value, elem)
+        return ir.AtomicStmt(op, array, index, value, compare, result)
 
     def atomic_value(self, fn: lt.AtomicIntrinsic, node: ast.Call) -> None:
         """Refuse an atomic without a value where its value is used."""
@@ -820,10 +878,9 @@ class _KernelBuilder:
                                   f"`{self.seg(node)}`")
 
     def stmt_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
-        for t in node.targets:
-            if isinstance(t, (ast.Tuple, ast.List)):
-                raise self.fail(t, "tuple unpacking is not supported in kernels: assign "
-                                   "each variable on its own line")
+        if isinstance(node.value, ast.Tuple) or any(
+                isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+            return self.unpack_assign(node)
         special = self.special_assign(node)
         if special is not None:
             return special
@@ -1264,20 +1321,21 @@ class _KernelBuilder:
         start = self.expr(start_node) if start_node is not None else Weak(0)
         stop = self.expr(stop_node)
         step = 1
+        bounds = [(start, start_node), (stop, stop_node)]
         if len(arg_nodes) == 3:
             sv = self.expr(arg_nodes[2])
-            if isinstance(sv, (Weak, ir.Const)) and not isinstance(sv.value, bool) \
-                    and isinstance(sv.value, int):
-                step = sv.value
-            else:
-                raise self.fail(arg_nodes[2], "the step of range() must be a constant integer "
-                                              f"(a literal or comptime value), not "
+            if not isinstance(sv, (Weak, ir.Const)):
+                # Known at run time only: typed with the bounds, its sign taken at run time.
+                bounds.append((sv, arg_nodes[2]))
+            elif isinstance(sv.value, bool) or not isinstance(sv.value, int):
+                raise self.fail(arg_nodes[2], "the step of range() must be an integer, not "
                                               f"`{self.seg(arg_nodes[2])}`")
-            if step == 0:
+            elif sv.value == 0:
                 raise self.fail(arg_nodes[2], "the step of range() must not be zero")
+            else:
+                step = sv.value
         info = self.locals.get(name)
         weak = self.unit.weak
-        bounds = [(start, start_node), (stop, stop_node)]
         for v, _ in bounds:
             if not isinstance(v, Weak) and not v.type.is_int:
                 raise self.fail(it, f"range() needs integer bounds, got {v.type.value} in "
@@ -1313,8 +1371,8 @@ class _KernelBuilder:
             if not isinstance(v, Weak) and v.type is not elem:
                 why = (f"; `{name}` is already {elem.value}{self.weak_origin(var)}"
                        if info is not None else "")
-                raise self.fail(it, f"type mismatch in `{self.seg(it)}`: the bounds of "
-                                    f"range() must share one type, {elem.value} vs "
+                raise self.fail(it, f"type mismatch in `{self.seg(it)}`: the bounds and "
+                                    f"step of range() must share one type, {elem.value} vs "
                                     f"{v.type.value}{self.describe_vars(it)}{why}; cast, "
                                     f"e.g. {elem.value}({self.seg(bnode or it)})")
         if step < 0 and not elem.is_signed:
@@ -1330,13 +1388,17 @@ class _KernelBuilder:
                     self.rule_error(it, err, bnode or it)
             else:
                 exprs.append(v)
-        try:
-            step_c = const_of(Weak(step), elem)
-        except TypeRuleError as err:
-            self.rule_error(it, err, it)
-        if unroll and not all(isinstance(e, ir.Const) for e in exprs):
-            raise self.fail(it, f"range(..., unroll=True) needs constant bounds (literals or "
-                                f"comptime values), not `{self.seg(it)}`{self.describe_vars(it)}")
+        if len(exprs) == 3:
+            step_c = exprs.pop()
+        else:
+            try:
+                step_c = const_of(Weak(step), elem)
+            except TypeRuleError as err:
+                self.rule_error(it, err, it)
+        if unroll and not all(isinstance(e, ir.Const) for e in (*exprs, step_c)):
+            raise self.fail(it, f"range(..., unroll=True) needs constant bounds and step "
+                                f"(literals or comptime values), not `{self.seg(it)}`"
+                                f"{self.describe_vars(it)}")
         if info is None:
             info = self._declare(name, var, elem, self.src.line(node))
         loop = self.flow.loop("for", self.src.line(node))
@@ -1614,6 +1676,13 @@ class _KernelBuilder:
             except TypeRuleError as err:
                 self.rule_error(node, err, lnode, rnode)
             return ir.Math(ir.MathFn.POW, (a, b), line)
+        if not isinstance(rhs, Weak) and rhs.type.is_int and (
+                isinstance(lhs.value, float) if isinstance(lhs, Weak) else lhs.type.is_float):
+            # A float to a typed integer power: pow() takes two floats, powi() this.
+            raise self.fail(node, f"`**` of a float by an integer ({rhs.type.value}) in "
+                                  f"`{self.seg(node)}`{self.describe_vars(node)}: use "
+                                  f"powi({self.seg(lnode)}, {self.seg(rnode)}), or cast the "
+                                  f"exponent to the base's type for pow()")
         self.meet_pair(lhs, rhs, node)
         try:
             if isinstance(lhs, Weak) and isinstance(rhs, Weak):
@@ -1874,6 +1943,11 @@ class _KernelBuilder:
         if isinstance(obj, lt.CubeFn):
             value = self.inline(obj, node, want_value=True)
             assert value is not None
+            if isinstance(value, TupleValue):
+                names = ", ".join("abcdefgh"[:len(value.items)])
+                raise self.fail(node, f"cube_fn `{obj.name}` returns {len(value.items)} "
+                                      f"values, so `{self.seg(node)}` is not one value: unpack "
+                                      f"them, e.g. `{names} = {self.seg(node)}`")
             return value
         if node.keywords:
             raise self.fail(node, f"keyword arguments are not supported in kernel calls "
@@ -1914,6 +1988,9 @@ class _KernelBuilder:
         if obj in (lt.line, lt.line_size, lt.line_sum, lt.line_min, lt.line_max, lt.dot):
             assert isinstance(obj, lt.Intrinsic)
             return self.call_line(obj, node)
+        if any(obj is f for f in COMPOSED):
+            assert isinstance(obj, lt.Intrinsic)
+            return composed(self, obj, node)
         if obj is builtins.range:
             raise self.fail(node, "range() can only be used as the iterable of a `for` loop")
         if any(obj is t for t in (builtins.int, builtins.float, builtins.bool)):
@@ -2152,13 +2229,33 @@ class _KernelBuilder:
                 lane = lv
         if fn in (lt.plane_shuffle_up, lt.plane_shuffle_down):
             assert lane is not None
-            op = ir.BinOp.SUB if fn is lt.plane_shuffle_up else ir.BinOp.ADD
-            delta = lane if lane.type is ir.Elem.U32 else ir.Cast(lane, ir.Elem.U32)
-            lane = ir.Binary(op, ir.Builtin(ir.BuiltinName.UNIT_POS_PLANE), delta, ir.Elem.U32)
+            lane = self.shift_lane(lane, fn is lt.plane_shuffle_up)
         return ir.PlaneOp(fn.fn, x, lane,
                           ir.Elem.U32 if fn.fn is ir.PlaneFn.BALLOT else x.type)
 
-    def inline(self, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Value | None:
+    def shift_lane(self, delta: ir.Expr, up: bool) -> ir.Expr:
+        """The lane ``plane_shuffle_up``/``down`` by ``delta`` reads: ``delta`` below
+        (above) this unit's, or this unit's own where that is outside the plane, so a
+        unit with no source keeps its own value (as CUDA's ``__shfl_up_sync``)."""
+        u32 = ir.Elem.U32
+        if delta.type is not u32:
+            delta = ir.Cast(delta, u32)
+        if not isinstance(delta, ir.Const | ir.Var | ir.Builtin):
+            held = self.temp("delta", u32)
+            self.unit.pending.append(ir.Assign(held.name, delta))
+            delta = held
+        me = ir.Builtin(ir.BuiltinName.UNIT_POS_PLANE)
+        if up:
+            inside = ir.Binary(ir.BinOp.LE, delta, me, ir.Elem.BOOL)
+            source = ir.Binary(ir.BinOp.SUB, me, delta, u32)
+        else:
+            # `me + delta < PLANE_DIM` without the sum, which could wrap.
+            room = ir.Binary(ir.BinOp.SUB, ir.Builtin(ir.BuiltinName.PLANE_DIM), me, u32)
+            inside = ir.Binary(ir.BinOp.LT, delta, room, ir.Elem.BOOL)
+            source = ir.Binary(ir.BinOp.ADD, me, delta, u32)
+        return ir.Select(inside, source, me, u32)
+
+    def inline(self, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Unpacked | None:
         """Inline a call to a helper: its statements go before the current statement
         (``unit.pending``); returns the call's value (None when it returns nothing)."""
         unit = self.unit
@@ -2210,7 +2307,7 @@ class _KernelBuilder:
             body = child.block(tree_body, tail=True)
         finally:
             unit.inlining.pop()
-        value: Value | None
+        value: Unpacked | None
         if child.branch_returns:
             if child.result is not None and not child.always_returns:
                 raise KernelSyntaxError(
@@ -2222,13 +2319,8 @@ class _KernelBuilder:
             value = child.returned_value
         unit.pending.extend(prologue)
         unit.pending.extend(body)
-        if value is not None and not isinstance(value, Weak) and any(
-                isinstance(n, ir.Load) for n in ir.walk(value)):
-            # A value read from memory is read where the call is: code hoisted after it
-            # in the same statement (another call, an atomic) must not change it.
-            tmp = self.temp(f"{cf.name}_value", value.type)
-            unit.pending.append(ir.Assign(tmp.name, value))
-            value = tmp
+        if value is not None:
+            value = self.read_now(value, cf.name)
         if want_value and value is None:
             raise self.fail(node, f"cube_fn `{cf.name}` returns no value, so `{self.seg(node)}`"
                                   " cannot be used in an expression")

@@ -111,6 +111,16 @@ class KernelFunction:
         return parse_kernel(self.fn, comptime, source=source, signature=self.signature,
                             reads=reads), source.text
 
+    def first_use(self, comptime: dict[str, Any],
+                  test: Callable[[object], bool]) -> ir.SourceLoc | None:
+        """Where this kernel, with ``comptime``, first uses what ``test`` picks out of
+        its IR nodes (the file and line of the statement), or None: for the message of
+        a launch the device cannot run."""
+        from cubecl_server.lang.frontend import first_use
+
+        return first_use(self.fn, self._hashable(comptime), test, source=self._load_source(),
+                         signature=self.signature)
+
     @raises_at_kernel_line
     def ir(self, **comptime: Any) -> ir.Kernel:
         """The IR of this kernel with the given comptime values."""

@@ -403,6 +403,18 @@ select = Intrinsic("select", "Kernel function: select(cond, a, b) is a where con
                    "else b; both sides are evaluated (per element, for a line of bools).")
 
 
+to_degrees = Intrinsic("to_degrees", "Math function: radians to degrees, ``x * (180 / pi)`` "
+                       "(floats and lines of them).")
+to_radians = Intrinsic("to_radians", "Math function: degrees to radians, ``x * (pi / 180)`` "
+                       "(floats and lines of them).")
+recip = Intrinsic("recip", "Math function: the reciprocal ``1 / x`` (floats and lines of "
+                  "them).")
+magnitude = Intrinsic("magnitude", "Math function: the Euclidean length of a line, "
+                      "``sqrt(dot(v, v))`` (of a float, its absolute value).")
+normalize = Intrinsic("normalize", "Math function: ``v / magnitude(v)``, a line scaled to "
+                      "length 1 (of a float, its sign; NaN for 0).")
+
+
 # ---------------------------------------------------------------- lines
 
 
@@ -486,7 +498,8 @@ atomic_add = AtomicIntrinsic(ir.AtomicOp.ADD, "Atomic: ``old = atomic_add(a, i, 
                              "``v`` to ``a[i]`` (i32/u32/i64/u64, or f32) and returns the old "
                              "value.")
 atomic_sub = AtomicIntrinsic(ir.AtomicOp.SUB, "Atomic: ``atomic_sub(a, i, v)`` subtracts "
-                             "``v`` from ``a[i]`` (integers); returns the old value.")
+                             "``v`` from ``a[i]`` (integers, or f32: the addition of "
+                             "``-v``); returns the old value.")
 atomic_max = AtomicIntrinsic(ir.AtomicOp.MAX, "Atomic: ``atomic_max(a, i, v)`` stores the "
                              "larger of ``a[i]`` and ``v`` (integers, or f32 as max() has "
                              "it); returns the old value.")
@@ -500,12 +513,12 @@ atomic_or = AtomicIntrinsic(ir.AtomicOp.OR, "Atomic: ``atomic_or(a, i, v)`` stor
 atomic_xor = AtomicIntrinsic(ir.AtomicOp.XOR, "Atomic: ``atomic_xor(a, i, v)`` stores "
                              "``a[i] ^ v`` (integers); returns the old value.")
 atomic_load = AtomicIntrinsic(ir.AtomicOp.OR, "Atomic: ``atomic_load(a, i)`` reads ``a[i]`` "
-                              "atomically (integers).", name="atomic_load", operands=0)
+                              "atomically (integers, or f32).", name="atomic_load", operands=0)
 atomic_store = AtomicIntrinsic(ir.AtomicOp.EXCHANGE, "Atomic: ``atomic_store(a, i, v)`` "
-                               "writes ``v`` to ``a[i]`` atomically (integers); it has no "
-                               "value.", name="atomic_store")
+                               "writes ``v`` to ``a[i]`` atomically (integers, or f32); it "
+                               "has no value.", name="atomic_store")
 atomic_exchange = AtomicIntrinsic(ir.AtomicOp.EXCHANGE, "Atomic: ``atomic_exchange(a, i, v)`` "
-                                  "stores ``v`` (integers); returns the old value.")
+                                  "stores ``v`` (integers, or f32); returns the old value.")
 atomic_compare_exchange = AtomicIntrinsic(
     ir.AtomicOp.COMPARE_EXCHANGE, "Atomic: ``atomic_compare_exchange(a, i, expected, new)`` "
     "stores ``new`` where ``a[i] == expected`` (integers); returns the old value either way.")

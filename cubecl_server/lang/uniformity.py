@@ -131,9 +131,9 @@ class _Pass:
                     r1, b1 = self.block(then, c)
                     r2, b2 = self.block(orelse, c)
                     ret, brk = ret or r1 or r2, brk or b1 or b2
-                case ir.For(var=var, start=start, stop=stop, body=inner):
+                case ir.For(var=var, start=start, stop=stop, step=step, body=inner):
                     c = cur if cur is not None else (
-                        None if self.uni(start) and self.uni(stop) else s)
+                        None if self.uni(start) and self.uni(stop) and self.uni(step) else s)
                     if c is not None:
                         self.mark(var)
                     ret = self.loop(inner, c) or ret

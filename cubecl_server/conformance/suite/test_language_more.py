@@ -119,6 +119,12 @@ class TestPlaneRest:
             ok = (src >= start) & (src < end)  # the source is a unit of the plane, in range
             check(got[name][ok], v[src[ok]], f"plane_{name.replace('shuffled', 'shuffle')}"
                   f"({what}) (plane size {size})", cubecl_seed)
+            if name != "shuffled":
+                # No source in the plane: the unit keeps its own value (docs/language.md).
+                edge = (src < start) | (src >= start + size)
+                check(got[name][edge], v[edge], f"plane_shuffle_{name}({what}) at the units "
+                      f"with no source in the plane (plane size {size}): their own value",
+                      cubecl_seed)
         for s in np.unique(start):
             act = np.arange(s, end[s])[cond[s:end[s]]]
             if act.size == 0:

@@ -1,7 +1,8 @@
 """f32 atomics the target lacks, as compare-exchange loops on the element's bits.
 
-``ADD``, ``MAX`` and ``MIN`` on an ``f32`` element (``MAX``/``MIN`` as ``fmax``/``fmin``:
-``docs/ir.md``) that the target has not (``Native.float_atomics``) become::
+``ADD``, ``MAX``, ``MIN`` and ``EXCHANGE`` on an ``f32`` element (``MAX``/``MIN`` as
+``fmax``/``fmin``: ``docs/ir.md``; ``EXCHANGE``'s ``op`` gives ``value``) that the target
+has not (``Native.float_atomics``) become::
 
     seen = bits(a[i])
     while True:
@@ -29,7 +30,7 @@ __all__ = ["loop_float_atomics"]
 
 E = ir.Elem
 A = ir.AtomicOp
-_FLOAT_OPS = (A.ADD, A.MAX, A.MIN)
+_FLOAT_OPS = (A.ADD, A.MAX, A.MIN, A.EXCHANGE)
 
 
 class _Atomics(Rewriter):
@@ -50,7 +51,7 @@ class _Atomics(Rewriter):
         index, value = self.let(self.expr(s.index), "i"), V(self.let(self.expr(s.value), "v"))
         seen, old = self.fresh(E.U32, "seen"), self.fresh(E.U32, "old")
         current = V(seen).bits(E.F32)
-        new = (current + value if s.op is A.ADD else
+        new = (current + value if s.op is A.ADD else value if s.op is A.EXCHANGE else
                call(ir.MathFn.MAX if s.op is A.MAX else ir.MathFn.MIN, current, value))
         want_var = self.fresh(E.U32, "want")
         leave = (ir.Break(),)

@@ -319,6 +319,7 @@ class _Analysis:
             case ir.For():
                 self.loads(st.start, s)
                 self.loads(st.stop, s)
+                self.loads(st.step, s)
                 return self.loop(s, st.body, loop=st)
             case ir.Break():
                 self.loops[-1].breaks.append(s)
@@ -386,19 +387,24 @@ class _Analysis:
 
     def for_var(self, s: _State, loop: ir.For, body: tuple[ir.Stmt, ...]) -> _State:
         """``s`` with the loop variable set for one iteration: between its bounds, and
-        below (above) ``stop`` while nothing in ``stop`` changes in the loop."""
-        step = int(loop.step.value)
+        below (above) ``stop`` while nothing in ``stop`` changes in the loop; a step of
+        unknown sign keeps it between the extremes of both bounds."""
         start, stop = self.range(loop.start, s), self.range(loop.stop, s)
-        assert start is not None and stop is not None
+        step = self.range(loop.step, s)
+        assert start is not None and stop is not None and step is not None
         out = self.assign(s, loop.var, None)
-        r = (start[0], stop[1] - 1) if step > 0 else (stop[0] + 1, start[1])
+        up, down = (stop[0] + 1, start[1]), (start[0], stop[1] - 1)
+        # A step of 0 runs no iterations, so a step never below 0 counts up.
+        r = down if step[0] >= 0 else up if step[1] <= 0 else (min(up[0], down[0]),
+                                                              max(up[1], down[1]))
         if r[0] <= r[1]:
             out.ranges[loop.var] = r
         changed = set(ir.assigned_names(body)) | {loop.var}
-        if _pure(loop.stop) and not changed & set(_vars(loop.stop)):
-            v = ir.Var(loop.var, self.types[loop.var])
-            fact = ("lt", v, loop.stop) if step > 0 else ("lt", loop.stop, v)
-            out.facts = out.facts | {fact}
+        if step[0] < 0 < step[1] or not _pure(loop.stop) or changed & set(_vars(loop.stop)):
+            return out
+        v = ir.Var(loop.var, self.types[loop.var])
+        fact = ("lt", v, loop.stop) if step[0] >= 0 else ("lt", loop.stop, v)
+        out.facts = out.facts | {fact}
         return out
 
 

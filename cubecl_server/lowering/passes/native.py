@@ -55,7 +55,7 @@ class Native:
       ``SQRT``, ``FLOOR``, ``CEIL``, ``TRUNC``, ``ROUND``, ``ABS``, ``FMA``, ``ISNAN``,
       ``ISINF`` and ``COPYSIGN`` every target is taken to have (the polyfills use them).
     - ``float_rem``: float ``%`` is C's ``fmod``, exactly. Without it, the core's.
-    - ``float_atomics``: the f32 atomics (``ADD``, ``MIN``, ``MAX``) it has; the
+    - ``float_atomics``: the f32 atomics (``ADD``, ``MIN``, ``MAX``, ``EXCHANGE``) it has; the
       others become compare-exchange loops on the element's bits.
     - ``builtins``: the builtins it reads directly; the others are derived from them
       (at least :data:`GRID_BUILTINS`, and the plane builtins where it has planes).

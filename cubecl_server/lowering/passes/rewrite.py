@@ -17,7 +17,7 @@ being rewritten, in the block it is in. That is where the IR's rules keep them r
 - a ``while`` condition is evaluated before every iteration: one that needs
   statements makes the loop ``while True`` with those statements and a ``break`` at
   the top of its body;
-- a ``for``'s bounds are evaluated once, before the loop, which is where their
+- a ``for``'s bounds and step are evaluated once, before the loop, which is where their
   statements go.
 
 Statements after a jump in the same block are unreachable and are dropped.
@@ -176,8 +176,8 @@ class Rewriter:
             case ir.If(cond=c, then=then, orelse=orelse):
                 self.emit(ir.If(self.expr(c), self.block(then), self.block(orelse)))
             case ir.For():
-                start, stop = self.expr(s.start), self.expr(s.stop)
-                self.emit(dataclasses.replace(s, start=start, stop=stop,
+                start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+                self.emit(dataclasses.replace(s, start=start, stop=stop, step=step,
                                               body=self.block(s.body)))
             case ir.While(cond=c, body=body):
                 with self.collecting() as needed:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cubecl_server.lang import ABSOLUTE_POS, Array, f32, kernel
+from cubecl_server.lang import ABSOLUTE_POS, Array, f32, kernel, plane_sum
 
 
 @kernel
@@ -11,3 +11,10 @@ def double(a: Array[f32], out: Array[f32]) -> None:
     i = ABSOLUTE_POS
     if i < len(out):
         out[i] = a[i] * 2.0
+
+
+@kernel
+def plane_total(a: Array[f32], out: Array[f32]) -> None:
+    i = ABSOLUTE_POS
+    x = a[i]
+    out[i] = plane_sum(x)

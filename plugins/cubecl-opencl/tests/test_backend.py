@@ -3,6 +3,7 @@ store across processes, device choice and driver errors."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -22,13 +23,13 @@ from cubecl_server.compiler.contracts import Artifact
 from cubecl_server.compiler.key import KernelCacheKey
 from cubecl_server.compiler.record import CompilationOutcome, CompilationRecording
 from cubecl_server.driver import DriverError
-from cubecl_server.errors import BackendUnavailable, CompilationError
+from cubecl_server.errors import BackendUnavailable, CompilationError, LaunchError
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CompiledKernel, CubeCount, CubeDim
 from cubecl_server.server import Binding
 
 from .irkit import POS, E, guarded, launch, load, make
-from .kernels import double
+from .kernels import double, plane_total
 
 
 def test_variant_names_platform_device_and_driver(client: ComputeClient) -> None:
@@ -76,6 +77,22 @@ def test_missing_device_feature_is_a_clear_compilation_error(client: ComputeClie
     h = client.create(np.zeros(4, np.float16))
     with pytest.raises(CompilationError, match="cl_khr_fp16"):
         launch(client, k, CubeCount(1), CubeDim(4), [h])
+
+
+def test_planes_without_subgroups_fail_at_launch_naming_the_line(
+        client: ComputeClient) -> None:
+    if client.capabilities.plane_size is not None:
+        pytest.skip("this device has subgroups of a known size")
+    a, out = client.create(np.ones(64, np.float32)), client.empty(64, np.float32)
+    with recording(client) as records, pytest.raises(LaunchError) as info:
+        plane_total.launch(client, CubeCount(1), CubeDim(64), a, out)
+    assert records == []  # refused before anything was built
+    lines, first = inspect.getsourcelines(plane_total.fn)
+    line = first + next(n for n, text in enumerate(lines) if "plane_sum(" in text)
+    assert str(info.value).startswith(
+        f"{inspect.getsourcefile(plane_total.fn)}:{line}: kernel 'plane_total' uses plane "
+        "operations, and the device has none (Capabilities.plane_size is None)")
+    assert info.value.__cause__ is None and info.value.__context__ is None
 
 
 def test_too_large_cube_dim_is_refused_before_building(client: ComputeClient) -> None:
