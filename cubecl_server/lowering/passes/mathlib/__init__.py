@@ -111,4 +111,4 @@ def polyfill_math(kernel: ir.Kernel, native: Native, backend: str) -> ir.Kernel:
 
 
 # The families register their polyfills as they are imported (they need the above).
-from cubecl_server.lowering.passes.mathlib import exp, hyperbolic, inverse, power, trig  # noqa: E402, F401
+from cubecl_server.lowering.passes.mathlib import erf, exp, hyperbolic, inverse, power, trig  # noqa: E402, F401
