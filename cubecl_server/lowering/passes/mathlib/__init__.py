@@ -66,11 +66,6 @@ class MathPass(Rewriter):
         """``key`` of ``args``: the target's own where it has it, else its polyfill,
         written here (a line's one element by element)."""
         t = args[0].type
-        if ir.elem_of(t) is ir.Elem.F16 and not self.native_fn(key, t):
-            # f16 is computed in f32, whose result rounds to the nearest f16 within
-            # the f16 budget (f32 carries 13 more bits).
-            wide = (a.cast(ir.Elem.F32) if a.elem is ir.Elem.F16 else a for a in args)
-            return self.fn(key, *wide).cast(ir.Elem.F16)
         if self.native_fn(key, t):
             if isinstance(key, ir.BinOp):
                 return V(ir.Binary(key, args[0].e, args[1].e, t))
@@ -82,6 +77,11 @@ class MathPass(Rewriter):
                 return 1.0 / self.fn(M.SQRT, *args)
             case M.POWI:
                 return self.fn(M.POW, args[0], args[1].cast(ir.elem_of(t)))
+        if ir.elem_of(t) is ir.Elem.F16:
+            # f16 is computed in f32, whose result rounds to the nearest f16 within
+            # the f16 budget (f32 carries 13 more bits).
+            wide = (a.cast(ir.Elem.F32) if a.elem is ir.Elem.F16 else a for a in args)
+            return self.fn(key, *wide).cast(ir.Elem.F16)
         fill = POLYFILLS.get(key)
         if fill is None:
             name = "fmod" if isinstance(key, ir.BinOp) else key.value
