@@ -19,8 +19,8 @@ sign.
 hypot ``= m sqrt(1 + (n/m)^2)``, ``m`` and ``n`` the larger and smaller magnitude (no
 overflow or underflow on the way); an infinity wins over a NaN.
 
-fmod is exact: the divisor, scaled to the remainder's binade (halved where that
-passes the remainder), subtracted until the remainder is below it; each subtraction
+fmod is exact: the divisor, scaled to the remainder's binade (the one below where its
+mantissa is the larger), subtracted until the remainder is below it; each subtraction
 is exact (Sterbenz), one per binade between the two.
 """
 
@@ -150,10 +150,10 @@ def fmod(p: MathPass, args: list[V]) -> V:
     p.emit(ir.Assign(r.name, select(bad, const(0.0, t), call(M.ABS, a)).e))
     rv = V(r)
     with p.collecting() as body:
-        er, _ = decompose(p, rv)
-        # mm * 2^er has m's mantissa in r's binade: at most r, or else twice r's half.
-        step = keep(p, scale(p, mm, er), "step")
-        step = select(step > rv, step * 0.5, step)
+        er, mr = decompose(p, rv)
+        # m's mantissa in r's binade, or the one below where it is larger than r's:
+        # at most r and more than half of it (never past the largest float).
+        step = scale(p, mm, select(mm > mr, er - 1, er))
         p.emit(ir.Assign(r.name, (rv - step).e))
     p.emit(ir.While((rv >= m).e, tuple(body)))
     out = select(call(M.ISINF, b), a, call(M.COPYSIGN, rv, a))

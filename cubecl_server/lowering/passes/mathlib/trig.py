@@ -181,8 +181,15 @@ def _circular(p: MathPass, x: V, turn: int) -> V:
     s, c = _sin_cos(p, r)
     quad = keep(p, (q + turn) & 3, "q")
     v = select((quad & 1).eq(1), c, s)
-    out = select((quad & 2).eq(2), -v, v)
-    return select(is_finite(x), out, const(float("nan"), x.type))
+    return _finish(x, select((quad & 2).eq(2), -v, v), odd=turn == 0)
+
+
+def _finish(x: V, value: V, odd: bool = True) -> V:
+    """``value`` for a finite ``x``, NaN for the others; an odd function's zero is
+    ``x`` itself (a target may drop the sign of a zero in arithmetic: Vulkan without
+    ``SignedZeroInfNanPreserve``)."""
+    out = select(is_finite(x), value, const(float("nan"), x.type))
+    return select(x.eq(0), x, out) if odd else out
 
 
 @polyfill(M.SIN)
@@ -203,5 +210,4 @@ def tan(p: MathPass, args: list[V]) -> V:
     x = args[0]
     r, q = reduce_quadrant(p, x)
     s, c = _sin_cos(p, r)
-    out = select((q & 1).eq(1), -c / s, s / c)
-    return select(is_finite(x), out, const(float("nan"), x.type))
+    return _finish(x, select((q & 1).eq(1), -c / s, s / c))
