@@ -50,6 +50,7 @@ TWO_ARGS: dict[Any, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 """The two-argument ones (``REM`` is float ``%``, C's ``fmod``)."""
 
+
 def edges(elem: ir.Elem) -> np.ndarray:
     """The edge values of ``elem``: zeros, infinities, NaN, subnormals, limits, and
     where exp, log and trigonometric results turn."""

@@ -22,7 +22,7 @@ from cubecl_server import ir
 from cubecl_server.lowering.passes.build import V, call, const, select
 
 if TYPE_CHECKING:
-    from cubecl_server.lowering.passes.mathlib import MathPass
+    from cubecl_server.lowering.passes.mathlib.registry import MathPass
 
 __all__ = ["Fmt", "fmt", "PI", "LN2", "rounded", "split", "horner", "taylor", "keep",
            "pow2", "scale", "decompose", "signbit", "high_bits", "is_finite"]

@@ -19,8 +19,8 @@ from numpy.polynomial import chebyshev
 
 from cubecl_server import ir
 from cubecl_server.lowering.passes.build import V, call, const, select
-from cubecl_server.lowering.passes.mathlib import MathPass, polyfill
 from cubecl_server.lowering.passes.mathlib.core import horner, keep, rounded
+from cubecl_server.lowering.passes.mathlib.registry import MathPass, polyfill
 
 __all__: list[str] = []
 

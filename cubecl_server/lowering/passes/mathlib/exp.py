@@ -23,7 +23,6 @@ from fractions import Fraction
 
 from cubecl_server import ir
 from cubecl_server.lowering.passes.build import V, call, const, select
-from cubecl_server.lowering.passes.mathlib import MathPass, polyfill
 from cubecl_server.lowering.passes.mathlib.core import (
     LN2,
     decompose,
@@ -35,6 +34,7 @@ from cubecl_server.lowering.passes.mathlib.core import (
     split,
     taylor,
 )
+from cubecl_server.lowering.passes.mathlib.registry import MathPass, polyfill
 
 __all__ = ["expm1_reduced", "log_parts", "exp_reduced"]
 

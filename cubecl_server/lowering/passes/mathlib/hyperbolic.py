@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from cubecl_server import ir
 from cubecl_server.lowering.passes.build import V, call, const, select
-from cubecl_server.lowering.passes.mathlib import MathPass, polyfill
 from cubecl_server.lowering.passes.mathlib.core import fmt, keep
+from cubecl_server.lowering.passes.mathlib.registry import MathPass, polyfill
 
 __all__: list[str] = []
 

@@ -16,8 +16,8 @@ from fractions import Fraction
 
 from cubecl_server import ir
 from cubecl_server.lowering.passes.build import V, call, const, select
-from cubecl_server.lowering.passes.mathlib import MathPass, polyfill
 from cubecl_server.lowering.passes.mathlib.core import PI, horner, keep, rounded, signbit
+from cubecl_server.lowering.passes.mathlib.registry import MathPass, polyfill
 
 __all__ = ["atan_unit"]
 

@@ -30,7 +30,6 @@ from fractions import Fraction
 
 from cubecl_server import ir
 from cubecl_server.lowering.passes.build import V, call, const, select
-from cubecl_server.lowering.passes.mathlib import MathPass, polyfill
 from cubecl_server.lowering.passes.mathlib.core import (
     LN2,
     Fmt,
@@ -45,6 +44,7 @@ from cubecl_server.lowering.passes.mathlib.core import (
     split,
 )
 from cubecl_server.lowering.passes.mathlib.exp import expm1_reduced
+from cubecl_server.lowering.passes.mathlib.registry import MathPass, polyfill
 
 __all__: list[str] = []
 

@@ -22,7 +22,6 @@ from fractions import Fraction
 
 from cubecl_server import ir
 from cubecl_server.lowering.passes.build import V, call, const, select
-from cubecl_server.lowering.passes.mathlib import MathPass, polyfill
 from cubecl_server.lowering.passes.mathlib.core import (
     PI,
     fmt,
@@ -33,6 +32,7 @@ from cubecl_server.lowering.passes.mathlib.core import (
     split,
     taylor,
 )
+from cubecl_server.lowering.passes.mathlib.registry import MathPass, polyfill
 
 __all__ = ["TWO_OVER_PI_WORDS", "reduce_quadrant"]
 
