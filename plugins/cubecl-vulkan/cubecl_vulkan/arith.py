@@ -109,8 +109,6 @@ class Arithmetic(Interface):
                 return self.ext(GLSL.FAbs, t, xs[0])
             case M.FMA:
                 return self.ext(GLSL.Fma, t, *xs)
-            case M.COPYSIGN:
-                return self.copysign(t, xs[0], xs[1])
         inst = GLSL_MATH[fn]  # the core IR holds native functions only
         if t is not Elem.F16:
             return self.ext(inst, t, *xs)

@@ -20,6 +20,7 @@ import numpy as np
 
 from cubecl_server import ir
 from cubecl_server.lowering.passes.build import V, call, const, select
+from cubecl_server.lowering.passes.mathlib.registry import polyfill
 
 if TYPE_CHECKING:
     from cubecl_server.lowering.passes.mathlib.registry import MathPass
@@ -139,6 +140,14 @@ def decompose(p: MathPass, x: V) -> tuple[V, V]:
     m = keep(p, ((bits & ((1 << f.mant) - 1)) | (f.bias << f.mant)).bits(f.t), "mant")
     big = keep(p, m > rounded(math.sqrt(2.0), f.t), "big")
     return keep(p, select(big, e + 1, e), "e"), keep(p, select(big, m * 0.5, m), "mant")
+
+
+@polyfill(M.COPYSIGN)
+def copysign(p: MathPass, args: list[V]) -> V:
+    """``COPYSIGN``: ``x``'s magnitude bits and ``y``'s sign bit."""
+    x, y = args
+    sign = 1 << (fmt(x).width - 1)
+    return ((x.bits() & (sign - 1)) | (y.bits() & sign)).bits(x.elem)
 
 
 def is_finite(x: V) -> V:

@@ -79,4 +79,4 @@ def erf(p: MathPass, args: list[V]) -> V:
     s = (2.0 / af - (1.0 + low)) * (1.0 / (1.0 - low))
     erfc = p.fn(M.EXP, -(af * af)) * _clenshaw(p, keep(p, s, "s"), coeffs) / af
     r = select(near, series, select(a < _LIMIT[t], 1.0 - erfc, const(1.0, x.type)))
-    return select(call(M.ISNAN, x), x, call(M.COPYSIGN, r, x))
+    return select(call(M.ISNAN, x), x, p.fn(M.COPYSIGN, r, x))

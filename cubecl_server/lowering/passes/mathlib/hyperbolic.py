@@ -32,7 +32,7 @@ def _expm1_half(p: MathPass, x: V) -> tuple[V, V, V]:
 def sinh(p: MathPass, args: list[V]) -> V:
     """``sinh``: see the module."""
     big, e, h = _expm1_half(p, args[0])
-    return call(M.COPYSIGN, select(big, (h * 0.5) * h, (e + e / h) * 0.5), args[0])
+    return p.fn(M.COPYSIGN, select(big, (h * 0.5) * h, (e + e / h) * 0.5), args[0])
 
 
 @polyfill(M.COSH)
@@ -49,4 +49,4 @@ def tanh(p: MathPass, args: list[V]) -> V:
     a = keep(p, call(M.ABS, x), "a")
     flat = keep(p, a > fmt(x).pick(10.0, 20.0), "flat")
     e = keep(p, p.fn(M.EXPM1, select(flat, const(0.0, x.type), a) * 2.0), "e")
-    return call(M.COPYSIGN, select(flat, const(1.0, x.type), e / (e + 2.0)), x)
+    return p.fn(M.COPYSIGN, select(flat, const(1.0, x.type), e / (e + 2.0)), x)

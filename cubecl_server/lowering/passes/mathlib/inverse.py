@@ -50,7 +50,7 @@ def atan(p: MathPass, args: list[V]) -> V:
     big = keep(p, a > 1.0, "big")
     core = keep(p, atan_unit(p, select(big, 1.0 / a, a)), "r")
     hi, lo = _parts(PI / 2, x.elem)
-    return call(M.COPYSIGN, select(big, hi - (core - lo), core), x)
+    return p.fn(M.COPYSIGN, select(big, hi - (core - lo), core), x)
 
 
 @polyfill(M.ATAN2)
@@ -72,7 +72,7 @@ def atan2(p: MathPass, args: list[V]) -> V:
     r = select(ax.eq(0) | inf_y, const(pio2, x.type), r)
     r = select(inf_x, select(xneg, const(rounded(3 * PI / 4, t), x.type), rounded(PI / 4, t)), r)
     r = select(ay.eq(0) | (inf_x & ~inf_y), select(xneg, const(pi, x.type), 0.0), r)
-    return select(call(M.ISNAN, x) | call(M.ISNAN, y), x + y, call(M.COPYSIGN, r, y))
+    return select(call(M.ISNAN, x) | call(M.ISNAN, y), x + y, p.fn(M.COPYSIGN, r, y))
 
 
 def _cofactor(x: V) -> V:

@@ -156,5 +156,5 @@ def fmod(p: MathPass, args: list[V]) -> V:
         step = scale(p, mm, select(mm > mr, er - 1, er))
         p.emit(ir.Assign(r.name, (rv - step).e))
     p.emit(ir.While((rv >= m).e, tuple(body)))
-    out = select(call(M.ISINF, b), a, call(M.COPYSIGN, rv, a))
+    out = select(call(M.ISINF, b), a, p.fn(M.COPYSIGN, rv, a))
     return select(bad, const(float("nan"), t), out)

@@ -34,7 +34,7 @@ def polyfill(*keys: Key) -> Callable[[Polyfill], Polyfill]:
 
 
 _NEEDED = frozenset({M.SQRT, M.FLOOR, M.CEIL, M.TRUNC, M.ROUND, M.ABS, M.FMA, M.ISNAN,
-                     M.ISINF, M.COPYSIGN, M.MIN, M.MAX, M.CLAMP, M.SIGN})
+                     M.ISINF, M.MIN, M.MAX, M.CLAMP, M.SIGN})
 """What every target has (or other passes lower): never polyfilled here."""
 
 
