@@ -19,8 +19,9 @@ import numpy as np
 
 from cubecl_server import ir
 
-__all__ = ["BUDGET", "DEFAULT_BUDGET", "ONE_ARG", "TWO_ARGS", "RANDOM", "edges",
-           "random_values", "arg_pairs", "ulp_distance", "wrong", "reference"]
+__all__ = ["BUDGET", "DEFAULT_BUDGET", "F16_BUDGET", "budget", "ONE_ARG", "TWO_ARGS",
+           "RANDOM", "edges", "random_values", "arg_pairs", "ulp_distance", "wrong",
+           "reference"]
 
 E = ir.Elem
 M = ir.MathFn
@@ -34,6 +35,14 @@ BUDGET: dict[Any, int] = {
 """Each function's budget in ulp, for f32 and f64 alike (``docs/ir.md``); the others'
 is :data:`DEFAULT_BUDGET`."""
 DEFAULT_BUDGET = 4
+F16_BUDGET = 1
+"""Every inexact function's budget in f16 (computed in f32, then rounded)."""
+
+
+def budget(fn: Any, elem: ir.Elem) -> int:
+    """``fn``'s budget in ulp of ``elem``."""
+    exact = BUDGET.get(fn, DEFAULT_BUDGET)
+    return min(exact, F16_BUDGET) if elem is E.F16 else exact
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 ONE_ARG: dict[M, Callable[[np.ndarray], np.ndarray]] = {
@@ -57,17 +66,22 @@ def edges(elem: ir.Elem) -> np.ndarray:
     dt = np.dtype(elem.numpy_name)
     fi = np.finfo(dt)
     tiny, sub, big = float(fi.tiny), float(fi.smallest_subnormal), float(fi.max)
-    turns = [88.72, 88.73, 89.0, -87.3, -103.28, -104.0, 127.9, 128.0, -149.0, -150.0] \
-        if elem is E.F32 else [709.78, 709.79, 710.0, -708.4, -745.1, -746.0, 1023.9,
-                               1024.0, -1074.0, -1075.0]
+    turns = {E.F16: [11.09, 11.1, 12.0, -9.7, -16.6, -17.4, 15.9, 16.0, -24.0, -25.0],
+             E.F32: [88.72, 88.73, 89.0, -87.3, -103.28, -104.0, 127.9, 128.0, -149.0,
+                     -150.0],
+             E.F64: [709.78, 709.79, 710.0, -708.4, -745.1, -746.0, 1023.9, 1024.0,
+                     -1074.0, -1075.0]}[elem]
     base = [0.0, np.inf, np.nan, sub, tiny - sub, tiny, big, 1.0, 0.5, 2.0, 3.0, 10.0,
             100.0, 1e-3, 1e-8, 0.99356, 1 + float(fi.eps), 1 - float(fi.epsneg),
             math.pi / 2, math.pi, 1e5, 1e22, 3.4e38, *turns]
     vals = np.array([s * v for v in base for s in (1.0, -1.0)], np.float64)
-    return vals.astype(dt)
+    with np.errstate(over="ignore"):  # f16: the f32 limits are infinities there
+        return vals.astype(dt)
 
 
 def random_values(rng: np.random.Generator, elem: ir.Elem, fn: Any) -> np.ndarray:
+    """Random arguments of ``fn``: :data:`RANDOM` log-uniform over the whole range of
+    ``elem`` with both signs, and as many uniform in its busy domain."""
     dt = np.dtype(elem.numpy_name)
     fi = np.finfo(dt)
     mag = np.exp(rng.uniform(np.log(float(fi.smallest_subnormal)), np.log(float(fi.max)),
@@ -78,8 +92,11 @@ def random_values(rng: np.random.Generator, elem: ir.Elem, fn: Any) -> np.ndarra
     return np.concatenate([wide, rng.uniform(lo, hi, RANDOM)]).astype(dt)
 
 
-def arg_pairs(rng: np.random.Generator, elem: ir.Elem, fn: Any) -> tuple[np.ndarray,
-                                                                            np.ndarray]:
+def arg_pairs(rng: np.random.Generator, elem: ir.Elem,
+              fn: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Argument pairs of ``fn``: every pair of the edge values, and random pairs (for
+    ``pow``, half of them with results in range and negative bases with integer
+    exponents)."""
     e = edges(elem)
     ex, ey = np.repeat(e, len(e)), np.tile(e, len(e))
     x, y = random_values(rng, elem, fn), random_values(rng, elem, fn)
@@ -96,7 +113,7 @@ def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """How many representable values lie between ``got`` and ``want`` (floats of one
     type), on their bit patterns; 0 between two NaNs, infinite between a NaN and a
     number."""
-    it = np.int32 if got.dtype == np.float32 else np.int64
+    it = {2: np.int16, 4: np.int32, 8: np.int64}[got.dtype.itemsize]
     g, w = (v.view(it).astype(np.int64) for v in (got, want))
     low = np.iinfo(it).min
     g, w = (np.where(v < 0, low - v, v) for v in (g, w))

@@ -18,10 +18,8 @@ import pytest
 
 from cubecl_server import ir
 from cubecl_server.client import ComputeClient
-from cubecl_server.conformance import kernels
+from cubecl_server.conformance import kernels, mathspec
 from cubecl_server.conformance.mathspec import (
-    BUDGET,
-    DEFAULT_BUDGET,
     ONE_ARG,
     RANDOM,
     TWO_ARGS,
@@ -40,7 +38,8 @@ E = ir.Elem
 M = ir.MathFn
 DIM = 64
 _FLOAT_PARAMS = [pytest.param(E.F32, id="f32"),
-                 pytest.param(E.F64, id="f64", marks=pytest.mark.requires("f64"))]
+                 pytest.param(E.F64, id="f64", marks=pytest.mark.requires("f64")),
+                 pytest.param(E.F16, id="f16", marks=pytest.mark.requires("f16"))]
 
 def math_kernel(fn: Any, elem: ir.Elem, arity: int) -> kernels.IrKernel:
     """``out[i] = fn(a[i] (, b[i]))`` as IR (``fn`` a ``MathFn``, or ``BinOp.REM``)."""
@@ -66,7 +65,7 @@ def run_math(c: ComputeClient, fn: Any, elem: ir.Elem, *args: np.ndarray) -> np.
 def assert_within(fn: Any, elem: ir.Elem, got: np.ndarray, want: np.ndarray, seed: int,
                   *args: np.ndarray) -> None:
     """Fail naming the inputs where ``got`` breaks the rules."""
-    budget = BUDGET.get(fn, DEFAULT_BUDGET)
+    budget = mathspec.budget(fn, elem)
     bad = np.flatnonzero(wrong(got, want, budget))
     if bad.size:
         name = fn.value if isinstance(fn, M) else "fmod"
