@@ -26,12 +26,11 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from numpy.polynomial import chebyshev as _cheb
 
 __all__ = [
     "MAX_LANES", "Grid", "QuietRun", "quiet_context", "chunks", "check_dim", "extent",
     "length", "scalar",
-    "and_", "andnot", "merge", "select", "idiv", "erf",
+    "and_", "andnot", "merge", "select", "idiv",
     "load", "view_pos", "load_pos", "store", "store_pos", "load_shared", "store_shared",
     "atomic", "atomic_shared", "make_line",
     "plane_sum", "plane_max", "plane_broadcast",
@@ -404,52 +403,6 @@ def idiv(a: Value, b: Value) -> Value:
     the core IR's)."""
     # a - fmod(a, b) is an exact multiple of b, so NumPy's floor division is exact.
     return (a - np.fmod(a, b)) // b
-
-
-# ---------------------------------------------------------------- erf
-
-
-def _erf_pieces() -> list[tuple[float, float, np.ndarray]]:
-    # Chebyshev interpolants of erf(x)/x (smooth, even, no cancellation near 0, so
-    # the result keeps its relative accuracy down to subnormals) on [k/2, (k+1)/2).
-    verf = np.vectorize(math.erf)
-    pieces = []
-    for k in range(_ERF_PIECES):
-        mid, half = (k + 0.5) * _ERF_WIDTH, 0.5 * _ERF_WIDTH
-
-        def f(t: np.ndarray, mid: float = mid, half: float = half) -> np.ndarray:
-            x = mid + half * t
-            return verf(x) / x
-
-        pieces.append((mid, half, _cheb.chebinterpolate(f, _ERF_DEGREE)))
-    return pieces
-
-
-_ERF_WIDTH = 0.5
-_ERF_PIECES = 12  # up to |x| = 6, past which erf rounds to 1 in f64
-_ERF_DEGREE = 12
-_ERF_TABLE = _erf_pieces()
-
-
-def erf(x: Value) -> Value:
-    """The error function, vectorised, in the type of ``x``.
-
-    Computed in f64 from piecewise Chebyshev interpolants of ``erf(x)/x`` built at
-    import from :func:`math.erf`: about 2e-15 relative error in f64 (measured against
-    ``math.erf``), so f32 and f16 results are correctly rounded but for rare ties.
-    """
-    xs = np.asarray(x)
-    ax = np.abs(xs.astype(np.float64)).ravel()
-    out = np.ones_like(ax)
-    piece = np.minimum((ax * (1.0 / _ERF_WIDTH)).astype(np.intp), _ERF_PIECES)
-    for k, (mid, half, coef) in enumerate(_ERF_TABLE):
-        sel = np.flatnonzero(piece == k)
-        if sel.size:
-            xk = ax[sel]
-            out[sel] = xk * _cheb.chebval((xk - mid) / half, coef)
-    out = np.where(np.isnan(ax), ax, out)
-    r = np.copysign(out, xs.ravel()).astype(xs.dtype).reshape(xs.shape)
-    return r if r.ndim else r[()]
 
 
 # ---------------------------------------------------------------- memory

@@ -70,7 +70,7 @@ NUMPY_NAMES = _DTYPES | frozenset({
 
 SUPPORT_NAMES = frozenset({
     "check_dim", "chunks", "extent", "length", "count", "rank", "scalar", "and_", "andnot",
-    "merge", "select", "idiv", "erf", "load", "view_pos", "load_pos", "store", "store_pos",
+    "merge", "select", "idiv", "load", "view_pos", "load_pos", "store", "store_pos",
     "load_shared", "store_shared", "atomic", "atomic_shared", "plane_sum", "plane_max",
     "plane_broadcast", "load_local", "store_local", "bitcast", "plane_min", "plane_prod",
     "plane_all", "plane_any", "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot",

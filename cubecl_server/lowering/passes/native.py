@@ -52,8 +52,8 @@ class Native:
       ones within the accuracy budget at every input, edges included. The other
       integer functions become IR (:mod:`~cubecl_server.lowering.passes.integers`), the
       float ones the core's polyfills (:mod:`~cubecl_server.lowering.passes.mathlib`).
-      ``SQRT``, ``FLOOR``, ``CEIL``, ``TRUNC``, ``ROUND``, ``ABS``, ``FMA``, ``ISNAN``,
-      ``ISINF`` and ``COPYSIGN`` every target is taken to have (the polyfills use them).
+      ``SQRT``, ``FLOOR``, ``CEIL``, ``TRUNC``, ``ROUND``, ``ABS``, ``FMA``, ``ISNAN`` and
+      ``ISINF`` every target is taken to have (the polyfills use them).
     - ``float_rem``: float ``%`` is C's ``fmod``, exactly. Without it, the core's.
     - ``float_atomics``: the f32 atomics (``ADD``, ``MIN``, ``MAX``, ``EXCHANGE``) it has; the
       others become compare-exchange loops on the element's bits.

@@ -5,16 +5,17 @@ A line is a tuple of its elements' ids: every operation on lines applies the sca
 one to each element, so lines of 8 and 16 need no vector type. The core IR leaves
 nothing to decide: a divisor is never 0 nor -1, a shift amount is below the width,
 ``and``/``or`` may evaluate both sides, and only :mod:`cubecl_vulkan.native`'s
-functions remain - GLSL.std.450's (f16 computed in f32), SPIR-V's integer ones on 32
-bits, and the module's own (:mod:`cubecl_vulkan.mathlib`).
+functions remain - GLSL.std.450's (f16 computed in f32) and SPIR-V's integer ones on 32
+bits; float ``%`` is no longer there (``Native.float_rem`` is False: the core's
+``fmod``).
 """
 
 from __future__ import annotations
 
 from cubecl_server import ir
 from cubecl_vulkan.interface import Interface, Val
-from cubecl_vulkan.native import GLSL_F64, GLSL_MATH
-from cubecl_vulkan.spirv import GLSL, Op
+from cubecl_vulkan.native import GLSL_MATH
+from cubecl_vulkan.spirv import GLSL, Deco, Op
 
 __all__ = ["Arithmetic"]
 
@@ -67,9 +68,12 @@ class Arithmetic(Interface):
         if op is BinOp.AND or op is BinOp.OR:
             return self.logic(Op.LogicalAnd if op is BinOp.AND else Op.LogicalOr, a, b)
         if t.is_float:
-            if op is BinOp.REM:  # C's fmod (Native.float_rem)
-                return self.lib.call("fmod", t, [a, b])
-            return self.val(_FLOAT_OPS[op], self.ty(t), a, b)
+            # NoContraction: each IR operation is rounded on its own. Without it Mesa
+            # fuses and reassociates ((1 + x) - 1 becomes x), which the math library's
+            # error-free steps rely on not happening.
+            r = self.val(_FLOAT_OPS[op], self.ty(t), a, b)
+            self.m.decorate(r, Deco.NoContraction)
+            return r
         opcode = _INT_OPS.get(op) or (_SIGNED_OPS if t.is_signed else _UNSIGNED_OPS)[op]
         return self.val(opcode, self.ty(t), a, b)
 
@@ -105,11 +109,7 @@ class Arithmetic(Interface):
                 return self.ext(GLSL.FAbs, t, xs[0])
             case M.FMA:
                 return self.ext(GLSL.Fma, t, *xs)
-            case M.COPYSIGN:
-                return self.copysign(t, xs[0], xs[1])
-        inst = GLSL_MATH.get(fn)
-        if inst is None or (t is Elem.F64 and fn not in GLSL_F64):
-            return self.lib.call(fn.value, t, xs)
+        inst = GLSL_MATH[fn]  # the core IR holds native functions only
         if t is not Elem.F16:
             return self.ext(inst, t, *xs)
         f32, f16 = self.ty(Elem.F32), self.ty(Elem.F16)

@@ -1,10 +1,10 @@
 """Writing SPIR-V function bodies into a :class:`~cubecl_vulkan.spirv.Module`: ids,
 types and constants by the IR's element types, instructions, blocks, the structured
 control flow SPIR-V requires (a selection with its merge block, a loop with its
-header, continue and merge blocks) and functions of the module.
+header, continue and merge blocks).
 
-Nothing here knows a kernel: the emitter (:mod:`cubecl_vulkan.emitter`) and the
-module's math functions (:mod:`cubecl_vulkan.mathlib`) are both written on it.
+Nothing here knows a kernel: the emitter (:mod:`cubecl_vulkan.emitter`) is written
+on it.
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ class Builder:
         """Whether the current block has ended (a branch or a return written)."""
         self.loops: list[tuple[int, int]] = []
         """The merge and continue blocks of each loop around the current block."""
-        self.functions: dict[str, int] = {}
         self._types: dict[Elem, int] = {}
 
     # ------------------------------------------------------------ types and constants
@@ -156,12 +155,9 @@ class Builder:
             self.op(Op.Branch, target)
             self.terminated = True
 
-    def leave(self, value: int | None = None) -> None:
-        """Return from the function (``value`` from a helper function)."""
-        if value is None:
-            self.op(Op.Return)
-        else:
-            self.op(Op.ReturnValue, value)
+    def leave(self) -> None:
+        """Return from the function."""
+        self.op(Op.Return)
         self.terminated = True
 
     def if_(self, cond: int, then: Callable[[], None],
@@ -210,34 +206,3 @@ class Builder:
             advance()
         self.op(Op.Branch, header)
         self.label(merge)
-
-    # ------------------------------------------------------------ functions
-
-    def function(self, key: str, ret: Elem, params: tuple[Elem, ...],
-                 body: Callable[[list[int]], int]) -> int:
-        """The id of helper function ``key`` of ``params`` giving ``ret``, written the
-        first time: ``body`` gets the parameters' ids and gives the returned value (it
-        may also return earlier, :meth:`leave`)."""
-        found = self.functions.get(key)
-        if found is not None:
-            return found
-        m = self.m
-        fid = self.functions[key] = m.id()
-        saved = (self.code, self.vars, self.cur, self.terminated, self.loops)
-        self.code, self.vars, self.loops = [], [], []
-        ret_t, types = self.ty(ret), [self.ty(p) for p in params]
-        head: list[int] = []
-        Module.inst(head, Op.Function, ret_t, fid, 0, m.function_type(ret_t, *types))
-        ids = [m.id() for _ in params]
-        for pid, pt in zip(ids, types, strict=True):
-            Module.inst(head, Op.FunctionParameter, pt, pid)
-        entry = m.id()
-        Module.inst(head, Op.Label, entry)
-        self.cur, self.terminated = entry, False
-        value = body(ids)
-        if not self.terminated:
-            self.leave(value)
-        m.functions += head + self.vars + self.code
-        Module.inst(m.functions, Op.FunctionEnd)
-        self.code, self.vars, self.cur, self.terminated, self.loops = saved
-        return fid

@@ -30,13 +30,10 @@ write every rule of the IR the device does not compute itself
 (:mod:`cubecl_vulkan.native`) before a word is written - checked accesses, counted
 loops, division by 0, shift amounts, ``min``/``max`` with a NaN, the integer
 functions past 32 bits, float atomics as compare-exchange loops, cleared shared
-memory and the derived builtins. Integer arithmetic wraps (SPIR-V's does); ``exp log
-sqrt rsqrt sin cos tan exp2 floor ceil round trunc`` of f32 are GLSL.std.450's;
-``erf pow tanh asin acos atan atan2 sinh cosh log2 log1p expm1 hypot``, float ``%``
-(C's ``fmod``, exact) and every f64 transcendental function are the module's own
-functions (:mod:`cubecl_vulkan.mathlib`, until the core's math library has them);
-f16 functions are evaluated in f32. Lines are their elements' values, each operation
-applied to each element.
+memory, the derived builtins and the math library (every float function but
+GLSL.std.450's ``sqrt inverseSqrt floor ceil roundEven trunc``, and float ``%``).
+Integer arithmetic wraps (SPIR-V's does); f16 functions are evaluated in f32. Lines
+are their elements' values, each operation applied to each element.
 
 Device-dependent parts come from :class:`ShaderFeatures`: f64 needs
 ``shaderFloat64``, i64/u64 ``shaderInt64``, f16 ``shaderFloat16`` plus 16-bit

@@ -1,6 +1,5 @@
 """Values turned into others: C's conversions between the IR's element types as SPIR-V
-spells them, and the bit-level views of floats (their words, their sign) that both
-the emitter and the module's math functions use."""
+spells them."""
 
 from __future__ import annotations
 
@@ -64,32 +63,3 @@ class Values(Builder):
         bits = self.sel(over, self.val(Op.ISub, u32, bits, self.u(1)), bits, Elem.U32)
         odd = self.val(Op.Bitcast, f32, self.val(Op.BitwiseOr, u32, bits, self.u(1)))
         return self.val(Op.FConvert, self.ty(Elem.F16), self.sel(inexact, odd, f, Elem.F32))
-
-    def halves(self, x: int) -> tuple[int, int]:
-        """A 64-bit value's low and high words (u32)."""
-        u32 = self.ty(Elem.U32)
-        pair = self.val(Op.Bitcast, self.m.vector(u32, 2), x)
-        return (self.val(Op.CompositeExtract, u32, pair, 0),
-                self.val(Op.CompositeExtract, u32, pair, 1))
-
-    def copysign(self, t: Elem, x: int, y: int) -> int:
-        """``|x|`` with ``y``'s sign bit, on the bits (of the high word, for f64):
-        GLSL.std.450 has no copysign."""
-        if t is Elem.F16:  # exactly, through f32
-            f32 = self.ty(Elem.F32)
-            r = self.copysign(Elem.F32, self.val(Op.FConvert, f32, x),
-                              self.val(Op.FConvert, f32, y))
-            return self.val(Op.FConvert, self.ty(Elem.F16), r)
-        u32, tid = self.ty(Elem.U32), self.ty(t)
-        if t is Elem.F32:
-            xb, yb = (self.val(Op.Bitcast, u32, v) for v in (x, y))
-            lo = 0
-        else:
-            (lo, xb), (_, yb) = self.halves(x), self.halves(y)
-        bits = self.val(Op.BitwiseOr, u32,
-                        self.val(Op.BitwiseAnd, u32, xb, self.u(0x7FFFFFFF)),
-                        self.val(Op.BitwiseAnd, u32, yb, self.u(0x80000000)))
-        if t is Elem.F32:
-            return self.val(Op.Bitcast, tid, bits)
-        both = self.val(Op.CompositeConstruct, self.m.vector(u32, 2), lo, bits)
-        return self.val(Op.Bitcast, tid, both)

@@ -23,7 +23,6 @@ from cubecl_server.backend.compiling import ExecutionMode
 from cubecl_server.backend.lowering import InfoWords, StructuredEmitter
 from cubecl_vulkan.checks import check_device
 from cubecl_vulkan.convert import Values
-from cubecl_vulkan.mathlib import MathLib
 from cubecl_vulkan.native import ShaderFeatures, native_for
 from cubecl_vulkan.spirv import BuiltIn, Cap, Deco, Module, Op, Storage
 
@@ -84,7 +83,6 @@ class Interface(Values, StructuredEmitter):
         self.builtins: dict[B, int] = {}
         self._decorated: set[int] = set()
         self._meta = self.m.id()  # declared once the number of info words is known
-        self.lib = MathLib(self)
         self.used_builtins: set[B] = set()
         """The builtins the body reads, made in the prologue (so each dominates its uses)."""
         for n in ir.walk(self.kernel.body):

@@ -13,14 +13,14 @@ place in it; the cube's position and the count (linear and per axis) come from t
 dispatch, which may be folded (:mod:`cubecl_vulkan.interface`). Function-storage
 arrays start at zero (an ``OpConstantNull`` initializer); shared memory does not.
 
-The float functions: GLSL.std.450's (:data:`GLSL_MATH`), and for now also those this
-plugin's own :mod:`cubecl_vulkan.mathlib` computes (f16 as f32), float ``%`` among
-them: ``OpFRem`` is not C's ``fmod`` on lavapipe (inexact where the quotient is large,
-``-0.0 % y`` is ``+0.0``). Once the core's math library has them as IR, only the
-GLSL.std.450 functions measured within the budget at every input on lavapipe stay
-native - ``sqrt``, ``inverseSqrt``, ``floor``, ``ceil``, ``roundEven``, ``trunc`` - and
-``float_rem`` is False. ``FMin``/``FMax`` happen to follow C's NaN rule on lavapipe, but
-the specification leaves a NaN operand undefined.
+The float functions: only the GLSL.std.450 ones measured within the budget of
+``docs/ir.md`` at every input on lavapipe - ``sqrt``, ``inverseSqrt``, ``floor``,
+``ceil``, ``roundEven``, ``trunc`` (exact or correctly rounded); the others
+(``Exp`` ~60 ulp, ``Log`` poor near 1, ``Sin``/``Cos`` without range reduction,
+subnormal results flushed) and every f64 transcendental one (GLSL.std.450 has none)
+are the core's polyfills, float ``%`` among them (``float_rem`` False: ``OpFRem`` is
+not C's ``fmod`` on lavapipe). ``FMin``/``FMax`` happen to follow C's NaN rule on
+lavapipe, but the specification leaves a NaN operand undefined.
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ from cubecl_server import ir
 from cubecl_server.backend.lowering import Native
 from cubecl_vulkan.spirv import GLSL
 
-__all__ = ["ShaderFeatures", "GLSL_MATH", "GLSL_F64", "MATHLIB_F32", "MATHLIB_F64",
-           "INT32_FUNCTIONS", "native_for"]
+__all__ = ["ShaderFeatures", "GLSL_MATH", "INT32_FUNCTIONS", "native_for"]
 
 M = ir.MathFn
 B = ir.BuiltinName
@@ -67,18 +66,10 @@ class ShaderFeatures:
         return repr(sorted(asdict(self).items()))
 
 
-GLSL_MATH = {M.EXP: GLSL.Exp, M.LOG: GLSL.Log, M.SQRT: GLSL.Sqrt, M.RSQRT: GLSL.InverseSqrt,
-             M.SIN: GLSL.Sin, M.COS: GLSL.Cos, M.TAN: GLSL.Tan, M.EXP2: GLSL.Exp2,
-             M.FLOOR: GLSL.Floor, M.CEIL: GLSL.Ceil, M.ROUND: GLSL.RoundEven,
-             M.TRUNC: GLSL.Trunc}
-"""The f32 functions GLSL.std.450 computes with the IR's meaning (f16 through f32)."""
-GLSL_F64 = frozenset({M.SQRT, M.RSQRT, M.FLOOR, M.CEIL, M.ROUND, M.TRUNC})
-"""Of those, the ones GLSL.std.450 has for f64 (it has no f64 transcendental)."""
-MATHLIB_F32 = frozenset({M.TANH, M.ERF, M.POW, M.ASIN, M.ACOS, M.ATAN, M.ATAN2, M.SINH,
-                         M.COSH, M.LOG2, M.LOG1P, M.EXPM1, M.HYPOT})
-"""The f32 functions :mod:`cubecl_vulkan.mathlib` computes (until the core's do)."""
-MATHLIB_F64 = MATHLIB_F32 | {M.EXP, M.EXP2, M.LOG, M.SIN, M.COS, M.TAN}
-"""The f64 functions :mod:`cubecl_vulkan.mathlib` computes (until the core's do)."""
+GLSL_MATH = {M.SQRT: GLSL.Sqrt, M.RSQRT: GLSL.InverseSqrt, M.FLOOR: GLSL.Floor,
+             M.CEIL: GLSL.Ceil, M.ROUND: GLSL.RoundEven, M.TRUNC: GLSL.Trunc}
+"""The float functions GLSL.std.450 computes with the IR's meaning and within its
+budget, for f32 and f64 (f16 through f32)."""
 INT32_FUNCTIONS = frozenset({M.COUNT_ONES, M.REVERSE_BITS, M.LEADING_ZEROS, M.TRAILING_ZEROS,
                              M.FIND_FIRST_SET, M.MUL_HI})
 """The integer functions SPIR-V has, on 32-bit integers only."""
@@ -93,13 +84,13 @@ _BUILTINS = frozenset({B.UNIT_POS_X, B.UNIT_POS_Y, B.UNIT_POS_Z, B.UNIT_POS,
 
 def native_for(f: ShaderFeatures) -> Native:
     """What a device with features ``f`` computes itself (see the module)."""
-    f32 = frozenset(GLSL_MATH) | MATHLIB_F32
+    floats = frozenset(GLSL_MATH)
     atomics = ({ir.AtomicOp.ADD} if f.float32_atomic_add else set()) | (
         {ir.AtomicOp.MIN, ir.AtomicOp.MAX} if f.float32_atomic_min_max else set())
     return Native(
         short_circuit=False, nan_minmax=False,
-        float_rem=True,  # mathlib's fmod, exact (OpFRem is not: see the module)
-        functions={Elem.F16: f32, Elem.F32: f32, Elem.F64: GLSL_F64 | MATHLIB_F64,
+        float_rem=False,  # OpFRem is not C's fmod: see the module
+        functions={Elem.F16: floats, Elem.F32: floats, Elem.F64: floats,
                    Elem.I32: INT32_FUNCTIONS, Elem.U32: INT32_FUNCTIONS},
         float_atomics=frozenset(atomics), builtins=_BUILTINS,
         zeroed_shared=False, zeroed_local_arrays=True)

@@ -46,13 +46,10 @@ class Op:
     ConstantTrue = 41
     ConstantFalse = 42
     Constant = 43
-    ConstantComposite = 44
     ConstantNull = 46
     SpecConstantFalse = 49
     Function = 54
-    FunctionParameter = 55
     FunctionEnd = 56
-    FunctionCall = 57
     Variable = 59
     Load = 61
     Store = 62
@@ -82,8 +79,6 @@ class Op:
     FDiv = 136
     UMod = 137
     SRem = 138
-    FRem = 140
-    IAddCarry = 149
     UMulExtended = 151
     SMulExtended = 152
     IsNan = 156
@@ -169,21 +164,10 @@ class GLSL:
     FAbs = 4
     Floor = 8
     Ceil = 9
-    Sin = 13
-    Cos = 14
-    Tan = 15
-    Exp = 27
-    Log = 28
-    Exp2 = 29
-    Log2 = 30
     Sqrt = 31
     InverseSqrt = 32
-    FMin = 37
     UMin = 38
-    FMax = 40
     Fma = 50
-    Frexp = 51
-    Ldexp = 53
     FindILsb = 73
     FindUMsb = 75
 
