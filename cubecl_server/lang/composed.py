@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import TYPE_CHECKING
 
 from .. import ir
 from . import types as lt
+from .tuples import Building
 from .typerules import Value, Weak, type_name
-
-if TYPE_CHECKING:
-    from .frontend import _KernelBuilder
 
 __all__ = ["COMPOSED", "composed"]
 
@@ -24,7 +21,7 @@ COMPOSED = (lt.to_degrees, lt.to_radians, lt.recip, lt.magnitude, lt.normalize)
 _SCALE = {"to_degrees": 180 / math.pi, "to_radians": math.pi / 180}
 
 
-def composed(b: _KernelBuilder, fn: lt.Intrinsic, node: ast.Call) -> Value:
+def composed(b: Building, fn: lt.Intrinsic, node: ast.Call) -> Value:
     """The value of ``fn(x)`` (one of :data:`COMPOSED`) in builder ``b``: ``x * (180 /
     pi)``, ``x * (pi / 180)``, ``1 / x``; the length ``sqrt(dot(v, v))`` of a line (of a
     scalar, ``abs(x)``), and ``v / magnitude(v)``."""

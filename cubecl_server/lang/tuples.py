@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .. import ir
 from ..errors import KernelSyntaxError
 from . import types as lt
 from .typerules import Value, Weak
 
-if TYPE_CHECKING:
-    from .frontend import _KernelBuilder
-
-__all__ = ["TupleValue", "Unpacked", "Unpacking", "target_leaves", "needs_holding"]
+__all__ = ["Building", "TupleValue", "Unpacked", "Unpacking", "target_leaves",
+           "needs_holding"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +29,34 @@ class TupleValue:
 
 Unpacked = Value | TupleValue
 """What the right side of an assignment evaluates to: one value or a tuple of them."""
+
+
+class Building(Protocol):
+    """What the language's parts outside the frontend (this module, ``composed``) use of
+    the frontend's kernel builder they extend: a Protocol, so that they import nothing
+    of the frontend (which imports them)."""
+
+    unit: Any
+    """The kernel being built: its fresh names, locals, weak types, pending stores."""
+
+    def fail(self, node: ast.AST, message: str) -> KernelSyntaxError: ...
+    def seg(self, node: ast.AST) -> str: ...
+    def expr(self, node: ast.expr) -> Value: ...
+    def static(self, node: ast.expr) -> object: ...
+    def temp(self, base: str, elem: ir.Elem) -> ir.Var: ...
+    def weak_of(self, v: Value) -> str | None: ...
+    def derived(self, v: ir.Expr, root: str | None) -> ir.Expr: ...
+    def apply(self, op: ir.BinOp, lhs: Value, rhs: Value, node: ast.AST, lnode: ast.AST,
+              rnode: ast.AST) -> Value: ...
+    def assign_to(self, target: ast.expr, value: Value, node: ast.stmt,
+                  value_node: ast.expr | ast.stmt) -> ir.Stmt: ...
+    def inline(self, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Unpacked | None: ...
+    def unpacked(self, node: ast.expr) -> Unpacked: ...
+    def hold(self, value: Unpacked, node: ast.AST, value_node: ast.expr,
+             out: list[ir.Stmt]) -> Unpacked: ...
+    def unpack(self, target: ast.expr, value: Unpacked, node: ast.stmt,
+               value_node: ast.expr, out: list[ir.Stmt]) -> None: ...
+    def read_now(self, value: Unpacked, helper: str) -> Unpacked: ...
 
 
 def target_leaves(target: ast.expr) -> list[ast.expr]:
@@ -56,7 +82,7 @@ class Unpacking:
     """The kernel builder's unpacking assignments and several-valued helpers (a part
     of the frontend's ``_KernelBuilder``, which it is mixed into)."""
 
-    def unpack_assign(self: _KernelBuilder, node: ast.Assign) -> list[ir.Stmt]:
+    def unpack_assign(self: Building, node: ast.Assign) -> list[ir.Stmt]:
         """``a, b = x, y`` and ``q, r = helper(...)``: the right side evaluated whole
         (into locals where a target is assigned before a value reading it), then each
         target assigned, left to right."""
@@ -68,7 +94,7 @@ class Unpacking:
             self.unpack(t, value, node, node.value, out)
         return out
 
-    def unpacked(self: _KernelBuilder, node: ast.expr) -> Unpacked:
+    def unpacked(self: Building, node: ast.expr) -> Unpacked:
         """The right side of an assignment: a tuple of values, the values a helper
         returns, or one value."""
         if isinstance(node, ast.Tuple):
@@ -89,7 +115,7 @@ class Unpacking:
                 return value
         return self.expr(node)
 
-    def hold(self: _KernelBuilder, value: Unpacked, node: ast.AST, value_node: ast.expr,
+    def hold(self: Building, value: Unpacked, node: ast.AST, value_node: ast.expr,
              out: list[ir.Stmt]) -> Unpacked:
         """``value`` with each part that is not a constant kept in a new local first
         (weak where the part is), so assigning one target cannot change another's value."""
@@ -108,7 +134,7 @@ class Unpacking:
         out.append(ir.Assign(name, value))
         return self.derived(ir.Var(name, value.type), root)
 
-    def unpack(self: _KernelBuilder, target: ast.expr, value: Unpacked, node: ast.stmt,
+    def unpack(self: Building, target: ast.expr, value: Unpacked, node: ast.stmt,
                value_node: ast.expr, out: list[ir.Stmt]) -> None:
         """Assign ``value`` to ``target``: a tuple target takes a tuple of as many
         values, part by part; any other target takes one value."""
@@ -136,7 +162,7 @@ class Unpacking:
         for t, v, n in zip(target.elts, value.items, parts, strict=True):
             self.unpack(t, v, node, n, out)
 
-    def read_now(self: _KernelBuilder, value: Unpacked, helper: str) -> Unpacked:
+    def read_now(self: Building, value: Unpacked, helper: str) -> Unpacked:
         """A helper's value (each of its values) that reads memory, read into a local
         where the call is: code hoisted after it in the same statement (another call,
         an atomic) must not change it."""

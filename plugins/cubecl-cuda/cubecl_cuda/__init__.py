@@ -9,26 +9,14 @@ on: a server whose compile path is real and whose memory and launches are refuse
 
 The names below load their modules on first use: discovery imports this package in
 every process, which must not pay for NVRTC's bindings or the lowering unless the
-``cuda`` backend is used.
+``cuda`` backend is used. (No import of them here, not even for type checkers: those
+modules read this package's names, and the import graph has no cycle.)
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from cubecl_server.backend.compiling import StoreNames
 from cubecl_server.backend.support import lazy_attributes
-
-if TYPE_CHECKING:
-    from cubecl_cuda.artifact import (
-        ENV_ARCH,
-        CompileOnlyTarget,
-        CudaArtifactCompiler,
-        compile_only_archs,
-        compile_only_compiler,
-    )
-    from cubecl_cuda.capabilities import compile_only_capabilities
-    from cubecl_cuda.compile_only import CompileOnlyServer
-    from cubecl_cuda.compiler import CudaCompiler
 
 __all__ = [
     "BACKEND", "STORE_NAMES",
@@ -37,7 +25,11 @@ __all__ = [
     "CompileOnlyServer", "compile_only_capabilities",
 ]
 
-from cubecl_cuda.names import BACKEND, STORE_NAMES
+BACKEND = "cuda"
+"""The backend name the plugin registers."""
+
+STORE_NAMES = StoreNames(kernels="cuda-cubin", sources="cuda-source")
+"""The names of the cuda store's two maps: cubin and PTX by kernel, and by source."""
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
     "ENV_ARCH": "cubecl_cuda.artifact",

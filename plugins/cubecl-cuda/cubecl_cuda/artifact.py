@@ -27,9 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cubecl_cuda import nvrtc
+from cubecl_cuda import BACKEND, STORE_NAMES, nvrtc
 from cubecl_cuda.compiler import CudaCompiler, KernelRepr, Param
-from cubecl_cuda.names import BACKEND, STORE_NAMES
 from cubecl_server.backend import (
     Artifact,
     BackendUnavailable,

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cubecl_cuda.names import BACKEND
+from cubecl_cuda import BACKEND
 from cubecl_cuda.prelude import PLANE_SIZE, PRELUDE
 from cubecl_server import ir
 from cubecl_server.backend import CompiledKernel, CubeDim

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from cubecl_cuda.names import BACKEND, STORE_NAMES
+from cubecl_cuda import BACKEND, STORE_NAMES
 from cubecl_server.backend import BackendDescriptor, hookimpl
 
 if TYPE_CHECKING:
