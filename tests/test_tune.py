@@ -403,7 +403,13 @@ def test_tune_ls_and_clear(tuner: LocalTuner, client: ComputeClient, data: np.nd
     winner = tuner.records()[0].winner
     assert main(["tune", "ls", "--wide"]) == 0
     out = capsys.readouterr().out
-    assert tuner.name in out and " 1024 " in out and winner in out and " ms" in out
+    assert tuner.name in out and " 1024 " in out and f"{winner} *" in out and " ms" in out
+    # A row per candidate, against the winner: the comparison stays whole in 100 columns.
+    assert main(["tune", "ls"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert max(map(len, rows)) <= 100
+    assert any(f"{winner} *" in r and "1.00x" in r for r in rows)
+    assert sum("scale32" in r or "scale64" in r for r in rows) == 2
     assert main(["tune", "ls", "--json", "--tuner", tuner.name]) == 0
     (listed,) = json.loads(capsys.readouterr().out)
     assert listed["winner"] == winner and set(listed["timings"]) == {"scale32", "scale64"}

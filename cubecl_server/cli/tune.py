@@ -14,7 +14,7 @@ from cubecl_server.errors import StoreError
 from cubecl_server.persistence import SqliteStore
 from cubecl_server.persistence.tune_cache import TuneCache, TuneEntry
 
-__all__ = ["add_tune_command", "format_timings"]
+__all__ = ["add_tune_command", "candidate_rows"]
 
 
 def add_tune_command(subparsers: Subparsers) -> None:
@@ -40,13 +40,18 @@ def add_tune_command(subparsers: Subparsers) -> None:
     clear.set_defaults(func=_clear)
 
 
-def format_timings(entry: TuneEntry) -> str:
-    """Each timed candidate's median time, fastest first, then the excluded ones."""
-    parts = [f"{name} {seconds * 1e3:.3g} ms" for name, seconds in
-             sorted(entry.timings.items(), key=lambda t: t[1])]
-    parts += [f"{name} excluded ({error.splitlines()[0]})"
-              for name, error in entry.errors.items()]
-    return ", ".join(parts) or "(not timed: one candidate could run)"
+def candidate_rows(entry: TuneEntry) -> list[tuple[str, str, str]]:
+    """One row per candidate of ``entry``, fastest first: its name (``*`` marks the
+    winner), its median time, and that time against the winner's - then the
+    candidates excluded, with why."""
+    best = entry.timings.get(entry.winner)
+    rows = []
+    for name, seconds in sorted(entry.timings.items(), key=lambda t: t[1]):
+        against = "-" if not best else f"{seconds / best:.2f}x"
+        rows.append((name + (" *" if name == entry.winner else ""), f"{seconds * 1e3:.3g} ms",
+                     against))
+    rows += [(name, "excluded", error.splitlines()[0]) for name, error in entry.errors.items()]
+    return rows or [(f"{entry.winner} *", "-", "not timed: one candidate could run")]
 
 
 def _saying(text: str) -> Callable[[], int]:
@@ -84,10 +89,15 @@ def _ls(args: argparse.Namespace) -> int:
         entries = chosen(cache)
         if not entries:
             return _saying("no tune results yet")()
-        print_table(("TUNER", "BACKEND", "DEVICE", "KEY", "WINNER", "TIMINGS"),
-                    [(e.tuner, e.backend, e.device, e.key, e.winner, format_timings(e))
-                     for e in entries],
-                    shrink=(2, 3, 5), width=None if args.wide else WIDTH)
+        # A row per candidate, the entry's own columns on its first row only: the
+        # comparison the listing exists for stays whole in any width.
+        rows = []
+        for e in entries:
+            for i, (name, time_, against) in enumerate(candidate_rows(e)):
+                first = (e.tuner, e.backend, e.device, e.key) if i == 0 else ("",) * 4
+                rows.append((*first, name, time_, against))
+        print_table(("TUNER", "BACKEND", "DEVICE", "KEY", "CANDIDATE", "TIME", "VS WINNER"),
+                    rows, shrink=(2, 3, 6), width=None if args.wide else WIDTH)
         return 0
     return _with_cache(as_table, _saying("no tune results yet"))
 
