@@ -378,7 +378,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ST11", "store", "cubecl_server/persistence/environment.py",
            "        _switched_to = name\n        _generation += 1",
            "        _switched_to = name",
-           "a switch of environment does not tell the loaders"),
+           "a switch of environment does not tell the tuners: they keep the winners of the "
+           "environment they left"),
     Mutant("ST12", "store", "cubecl_server/runtime.py",
            "store = None if first is None else EnvironmentStore(first, descriptor.name, "
            "variant, names)",

@@ -17,6 +17,7 @@ from cubecl_server.conformance import kernels
 from cubecl_server.conformance.plugin import Subject
 from cubecl_server.conformance.support import run_child
 from cubecl_server.lang import ABSOLUTE_POS, Array, f32, kernel, u32
+from cubecl_server.persistence import environment
 from cubecl_server.tune import KernelSpec, Tunable, TunableSet, TuneRecord, anchor, local_tuner
 
 pytestmark = pytest.mark.usefixtures("cubecl_isolated")
@@ -103,6 +104,24 @@ class TestAutotune:
         assert child["outcome"] == "tuned" and child["timing_runs"] > 0, (
             f"a fresh process with one more candidate used the old set's result: {child}")
         assert set(child["timings"]) == {"scale32", "scale64", "scale128"}
+
+
+    def test_switching_environment_tunes_again(self, device_client: ComputeClient) -> None:
+        c = device_client
+        tuner = local_tuner(f"suite-scale-{uuid.uuid4().hex[:8]}")
+        data = np.arange(1000, dtype=np.float32)
+        a, tunables = c.create(data), _scale_set([32, 64])
+        tuner.execute(c, tunables, a)
+        try:
+            environment.switch_environment("conformance-tune-elsewhere")
+            got = c.read(tuner.execute(c, tunables, a))
+        finally:
+            environment.switch_environment(None)
+        np.testing.assert_array_equal(got, data * 3)
+        outcomes = [r.outcome for r in tuner.records()]
+        assert outcomes == ["tuned", "tuned"], (
+            f"after switch_environment the tuner's outcomes were {outcomes}, expected a "
+            "second 'tuned': it kept what it held in the environment it left")
 
 
 def _scale_set(dims: list[int]) -> TunableSet:
