@@ -18,7 +18,7 @@ import pytest
 
 from cubecl_server import ir
 from cubecl_server.backends.cpu import compiler as cpu_compiler
-from cubecl_server.backends.cpu import support, validate
+from cubecl_server.backends.cpu import validate
 from cubecl_server.backends.cpu.artifact import KIND, CpuArtifactCompiler, CpuTarget
 from cubecl_server.backends.cpu.compiler import CpuCompiler
 from cubecl_server.client import create_client, recording
@@ -148,7 +148,7 @@ def test_compiler_names_only_what_is_allowed() -> None:
     assert np_names and np_names <= validate.NUMPY_NAMES, np_names - validate.NUMPY_NAMES
     assert s_names and s_names <= validate.SUPPORT_NAMES, s_names - validate.SUPPORT_NAMES
     assert all(hasattr(np, n) for n in validate.NUMPY_NAMES)
-    assert all(callable(getattr(support, n)) for n in validate.SUPPORT_NAMES)
+    assert all(callable(getattr(validate.SUPPORT, n)) for n in validate.SUPPORT_NAMES)
 
 
 def test_loaded_kernel_sees_no_builtins_and_only_allowed_names() -> None:

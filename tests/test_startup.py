@@ -18,7 +18,8 @@ PLUGINS = ("cubecl_opencl", "cubecl_vulkan", "cubecl_cuda", "cubecl_example", "c
 and its ``plugin`` module, and no further unless its backend is used."""
 
 CPU_PARTS = tuple(f"cubecl_server.backends.cpu.{m}"
-                  for m in ("artifact", "compiler", "server", "support", "validate"))
+                  for m in ("artifact", "atomics", "compiler", "planes", "server", "support",
+                            "validate"))
 """The built-in cpu backend's parts, which only a cpu (or example) client needs."""
 
 OWN_PARTS = {

@@ -45,10 +45,10 @@ import numpy as np
 
 from cubecl_server import ir
 from cubecl_server.backend.support import ArtifactRejected
-from cubecl_server.backends.cpu import support
+from cubecl_server.backends.cpu import atomics, planes, support
 
 __all__ = [
-    "ENTRY_POINT", "PARAMS", "NUMPY_NAMES", "SUPPORT_NAMES", "GRID_NAMES", "STRINGS",
+    "ENTRY_POINT", "PARAMS", "NUMPY_NAMES", "SUPPORT_NAMES", "SUPPORT", "GRID_NAMES", "STRINGS",
     "KEYWORDS", "validated_module", "define_entry",
 ]
 
@@ -120,7 +120,12 @@ _CHUNKS = _dump("_s.chunks(count, dim)", "eval")
 # missing before NumPy 2, where no generated code can run anyway).
 _NUMPY = types.SimpleNamespace(**{n: getattr(np, n) for n in sorted(NUMPY_NAMES)
                                   if hasattr(np, n)})
-_SUPPORT = types.SimpleNamespace(**{n: getattr(support, n) for n in sorted(SUPPORT_NAMES)})
+# The helpers live in support and, for atomics and planes, in modules of their own
+# that build on it; generated code sees them all as one ``_s``.
+_HELPERS = (support, atomics, planes)
+SUPPORT = types.SimpleNamespace(**{
+    n: getattr(next(m for m in _HELPERS if hasattr(m, n)), n) for n in sorted(SUPPORT_NAMES)})
+"""What generated code's ``_s`` is: each helper of :data:`SUPPORT_NAMES`, from its module."""
 
 
 class _Checker:
@@ -356,7 +361,7 @@ def define_entry(module: ast.Module, filename: str, name: str) -> support.QuietR
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise ArtifactRejected(f"cpu artifact does not compile: {type(e).__name__}: {e}") from e
     namespace: dict[str, object] = {"__builtins__": {}, "__name__": name,
-                                    "np": _NUMPY, "_s": _SUPPORT}
+                                    "np": _NUMPY, "_s": SUPPORT}
     # Safe to run: the module body only defines the function, whose every name and
     # attribute the checker has bounded to this namespace's contents.
     exec(code, namespace)
