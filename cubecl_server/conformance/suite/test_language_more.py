@@ -1,5 +1,5 @@
 """The rest of CubeCL's kernel language: slices, workgroup_uniform_load and the rest of
-the plane operations, against NumPy on fresh random data."""
+the plane operations, and weak integer typing, against NumPy on fresh random data."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from cubecl_server import ir
 from cubecl_server.client import ComputeClient
 from cubecl_server.conformance import kernels
 from cubecl_server.conformance.support import check, cubes_for, random_size, values
-from cubecl_server.lang import CubeDim
+from cubecl_server.lang import CubeCount, CubeDim
 
 DIM = 64
 
@@ -138,3 +138,47 @@ class TestPlaneRest:
                          "elected": "plane_elect"}[name]
                 check(got[name][act], w, f"{label} over the active units of the plane at "
                       f"unit {s} (plane size {size})", cubecl_seed)
+
+
+class TestWeakIntegers:
+    """Locals assigned only literals and comptime integers, and loop variables over
+    such bounds, take the type of the typed value they first meet: the tree
+    reduction and the tiled loop compile with no cast and compute what NumPy does."""
+
+    @pytest.mark.requires("shared_memory:256")
+    def test_tree_reduction_with_a_comptime_stride(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int) -> None:
+        c = cubecl_client
+        block = 64
+        n = random_size(cubecl_rng, block)
+        a = values(cubecl_rng, ir.Elem.I32, n)
+        cubes = cubes_for(n, block)
+        out = c.empty(cubes.x, np.int32)
+        kernels.weak_tree_sum.launch(c, cubes, CubeDim(block), c.create(a), out, BLOCK=block)
+        padded = np.zeros(cubes.x * block, np.int32)
+        padded[:n] = a
+        # Integer addition wraps, so the sum in any order is NumPy's int32 sum.
+        want = padded.reshape(-1, block).sum(axis=1, dtype=np.int32)
+        check(c.read(out), want, f"tree reduction of {n} i32 in cubes of {block}, "
+              "`stride = BLOCK // 2` met by `t < stride`", cubecl_seed, inputs={"a": a})
+
+    @pytest.mark.requires("shared_memory:512")
+    def test_tiled_loop_over_a_comptime_tile(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int) -> None:
+        c = cubecl_client
+        tile = 8
+        m, k, n = (int(v) * tile + int(r) for v, r in zip(
+            cubecl_rng.integers(1, 5, 3), cubecl_rng.integers(1, tile, 3), strict=True))
+        a = cubecl_rng.standard_normal((m, k)).astype(np.float32)
+        b = cubecl_rng.standard_normal((k, n)).astype(np.float32)
+        out = c.empty(m * n, np.float32)
+        kernels.weak_tiled_matmul.launch(
+            c, CubeCount(-(-n // tile), -(-m // tile)), CubeDim(tile, tile),
+            c.create(a.reshape(-1)), c.create(b.reshape(-1)), out, m, n, k, TILE=tile)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        check(c.read(out).reshape(m, n), want.astype(np.float32),
+              f"tiled loop `for e in range(TILE)`, {m}x{k} @ {k}x{n}", cubecl_seed,
+              elem=ir.Elem.F32, exact=False, scale=scale * 4)
