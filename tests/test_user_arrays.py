@@ -74,6 +74,9 @@ def test_dlpack_of_a_cpu_buffer_shares_its_memory() -> None:
     assert np.array_equal(np.from_dlpack(v), want), "a view's export does not follow its strides"
     into = np.empty(12, np.float32)
     assert c.read(h, out=into) is into and np.array_equal(into, c.read(h))
+    h.free()
+    with pytest.raises(ValueError, match="freed"):
+        np.from_dlpack(h)
 
 
 def test_dlpack_of_a_tainted_buffer_raises() -> None:

@@ -101,6 +101,8 @@ class Handle:
         """The buffer's elements in place, as a NumPy array sharing its memory, on a
         backend whose buffers are host memory (cpu); ``BufferError`` elsewhere. The
         client first finishes the work writing it (and raises its taint)."""
+        if self.freed:
+            raise ValueError(f"{self!r} was freed")
         if self.memory.host_access is not None:
             self.memory.host_access(self)
         resource = self.memory.resource(self.slice)
