@@ -568,7 +568,7 @@ def test_close_then_use_reopens(store: SqliteStore) -> None:
 
 
 def test_records_keep_only_the_newest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("cubecl_server.persistence.sqlite.MAX_RECORDS", 5)
+    monkeypatch.setattr("cubecl_server.persistence.records.MAX_RECORDS", 5)
     store = SqliteStore.open(tmp_path / "r.sqlite3")
     for i in range(12):
         store.add_record("cpu", f"k{i}", "v", "compiled", {"i": i})
