@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cubecl_server.client import ComputeClient, recording
+from cubecl_server.compiler.record import CompilationRecord
 from cubecl_server.lang import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
@@ -168,7 +169,10 @@ class DemoResult:
 
     kernel: str
     outcome: str
-    compile_ms: float
+    compile_ms: float | None
+    """The compilations the row triggered, as ``cubecl-server compilations`` counts each
+    (:data:`~cubecl_server.compiler.record.TOTAL_MS_MEANS`), summed: a tuned row's
+    are every candidate's; None when every kernel was in memory already."""
     run_ms: float
     max_error: float
     tolerance: float
@@ -267,7 +271,7 @@ def run_demo(c: ComputeClient, seed: int | None = None,
             k, dim, launch, result, expected, tol, flops = case(c, rng)
             if step is not None:
                 step(k.__name__)
-            t0 = time.perf_counter()
+            first = len(records)
             c.prepare(k, dim)
             t1 = time.perf_counter()
             launch()
@@ -277,24 +281,30 @@ def run_demo(c: ComputeClient, seed: int | None = None,
                             if r.kernel == k.__name__), "in memory")
             rate = c.profile(launch, flops=flops).throughput
             results.append(DemoResult(
-                k.__name__, outcome, (t1 - t0) * 1e3, (t2 - t1) * 1e3, _error(got, expected),
-                tol, None if rate is None else rate.gb_s,
+                k.__name__, outcome, _compile_ms(records[first:]), (t2 - t1) * 1e3,
+                _error(got, expected), tol, None if rate is None else rate.gb_s,
                 None if rate is None or not flops else rate.gflop_s))
-    for tuned in TUNED_DEMOS:
-        if tuned is _matmul_tuned and not c.capabilities.barrier:
-            continue  # the tiled matmul synchronises its cube; this device cannot
-        name, run, tuner, expected, tol = tuned(c, rng)
-        if step is not None:
-            step(name)
-        t0 = time.perf_counter()
-        run()  # the first call tunes (or finds the stored result)
-        t1 = time.perf_counter()
-        got = run()
-        t2 = time.perf_counter()
-        record = tuner.records()[-1]
-        results.append(DemoResult(name, f"{record.outcome}: {record.winner}",
-                                  (t1 - t0) * 1e3, (t2 - t1) * 1e3, _error(got, expected), tol))
+        for tuned in TUNED_DEMOS:
+            if tuned is _matmul_tuned and not c.capabilities.barrier:
+                continue  # the tiled matmul synchronises its cube; this device cannot
+            name, run, tuner, expected, tol = tuned(c, rng)
+            if step is not None:
+                step(name)
+            first = len(records)
+            run()  # the first call tunes (or finds the stored result)
+            t1 = time.perf_counter()
+            got = run()
+            t2 = time.perf_counter()
+            record = tuner.records()[-1]
+            results.append(DemoResult(name, f"{record.outcome}: {record.winner}",
+                                      _compile_ms(records[first:]), (t2 - t1) * 1e3,
+                                      _error(got, expected), tol))
     return results
+
+
+def _compile_ms(records: list[CompilationRecord]) -> float | None:
+    """The milliseconds of ``records`` together; None when there are none."""
+    return sum(r.total_ms for r in records) if records else None
 
 
 def demo_steps() -> int:

@@ -7,6 +7,7 @@ import sys
 
 from cubecl_server.cli.progress import steps
 from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.compiler.record import TOTAL_MS_MEANS
 from cubecl_server.config import config
 from cubecl_server.errors import CubeclError
 from cubecl_server.plugins import registry
@@ -19,8 +20,13 @@ def add_demo_command(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "demo", help="run the demo kernels and check them against NumPy",
         description="Run saxpy, a 2-D transpose and a kernel with a loop and a branch on "
-                    "a backend, with fresh random data, and check each against NumPy. "
-                    "Exits 1 if any result is wrong.")
+                    "a backend, with fresh random data, and check each against NumPy, "
+                    "then a tuned matmul and a tuned row_softplus. COMPILE MS: "
+                    f"{TOTAL_MS_MEANS}, summed over the kernels the row compiled (a tuned "
+                    "row: every candidate's), as `cubecl-server compilations` lists each; "
+                    "`-` when all were in memory. RUN MS: the launch and the read of its "
+                    "result (a tuned row: its second call). Exits 1 if any result is "
+                    "wrong.")
     parser.add_argument("--backend", help="backend name (default: CUBECL_BACKEND or cpu)")
     parser.add_argument("--device", type=int,
                         help="device index, as `cubecl-server backends` lists them (default: 0)")
@@ -52,7 +58,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
         return 1
     print_table(("KERNEL", "OUTCOME", "COMPILE MS", "RUN MS", "GB/S", "GFLOP/S", "MAX ERROR",
                  "RESULT"),
-                [(r.kernel, r.outcome, f"{r.compile_ms:.2f}", f"{r.run_ms:.2f}",
+                [(r.kernel, r.outcome, _rate(r.compile_ms), f"{r.run_ms:.2f}",
                   _rate(r.gb_s), _rate(r.gflop_s), f"{r.max_error:.2e}",
                   "ok" if r.ok else f"WRONG (tolerance {r.tolerance:g})")
                  for r in results])
@@ -64,7 +70,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
 
 def _rate(value: float | None) -> str:
-    """A rate for the table; ``-`` where none was measured."""
+    """A figure for the table; ``-`` where none was measured."""
     return "-" if value is None else f"{value:.2f}"
 
 

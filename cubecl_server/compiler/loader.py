@@ -150,7 +150,10 @@ class KernelLoader:
         active = self.recorder is not None
         variant = self.artifact_compiler.variant
         trips = [_Trip(id, KernelCacheKey.of(id, self.build_id),
-                       CompilationRecording(active, id.kernel.name, self.backend, variant))
+                       CompilationRecording(active, id.kernel.name, self.backend, variant,
+                                            cube_dim=(id.cube_dim.x, id.cube_dim.y,
+                                                      id.cube_dim.z),
+                                            comptime=id.kernel.comptime))
                  for id in ids]
         if len(trips) == 1:
             outcomes: list[BaseException | None] = [self._obtain_safely(trips[0], store)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,8 +12,17 @@ from typing import Any, Protocol
 
 __all__ = [
     "CompilationOutcome", "CompilationStage", "CompilationRecord",
-    "CompilationBatchRecord", "CompilationRecording", "Recorder",
+    "CompilationBatchRecord", "CompilationRecording", "Recorder", "TOTAL_MS_MEANS",
 ]
+
+TOTAL_MS_MEANS = (
+    "the milliseconds of the backend's trip for one kernel: reading the store, lowering "
+    "to the backend's source, finalizing it into the artifact, storing and loading it "
+    "(the stages of `cubecl-server compilations --wide`); parsing the Python into IR "
+    "before it is not included"
+)
+"""What :attr:`CompilationRecord.total_ms` counts, in the words the commands that show
+it (``compilations``, ``demo``) print."""
 
 
 class CompilationOutcome(enum.Enum):
@@ -48,10 +58,16 @@ class CompilationRecord:
     stages: tuple[CompilationStage, ...]
     artifact_size: int
     created: float
+    cube_dim: tuple[int, int, int] | None = None
+    """The cube dim the artifact was built for (None in a record kept before it was
+    recorded)."""
+    comptime: tuple[tuple[str, int | float | bool | str], ...] = ()
+    """The kernel's comptime values, by name: what tells the variants of one kernel
+    apart, with the cube dim."""
 
     @property
     def total_ms(self) -> float:
-        """Milliseconds spent in all stages together."""
+        """Milliseconds spent in all stages together (:data:`TOTAL_MS_MEANS`)."""
         return sum(s.ms for s in self.stages)
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +75,10 @@ class CompilationRecord:
         d = asdict(self)
         d["outcome"] = self.outcome.value
         d["stages"] = [asdict(s) for s in self.stages]
+        d["cube_dim"] = None if self.cube_dim is None else list(self.cube_dim)
+        # JSON has no infinity or NaN: such a comptime float is kept as its text.
+        d["comptime"] = {name: value if not isinstance(value, float) or math.isfinite(value)
+                         else str(value) for name, value in self.comptime}
         return d
 
     @classmethod
@@ -69,6 +89,8 @@ class CompilationRecord:
             outcome=CompilationOutcome(d["outcome"]),
             stages=tuple(CompilationStage(**s) for s in d["stages"]),
             artifact_size=d["artifact_size"], created=d["created"],
+            cube_dim=None if d.get("cube_dim") is None else tuple(d["cube_dim"]),
+            comptime=tuple(dict(d.get("comptime") or {}).items()),
         )
 
 
@@ -102,13 +124,17 @@ class CompilationRecording:
     failed) records nothing.
     """
 
-    __slots__ = ("_active", "backend", "kernel", "stages", "variant")
+    __slots__ = ("_active", "backend", "comptime", "cube_dim", "kernel", "stages", "variant")
 
-    def __init__(self, active: bool, kernel: str, backend: str, variant: str) -> None:
+    def __init__(self, active: bool, kernel: str, backend: str, variant: str, *,
+                 cube_dim: tuple[int, int, int] | None = None,
+                 comptime: tuple[tuple[str, int | float | bool | str], ...] = ()) -> None:
         self._active = active
         self.kernel = kernel
         self.backend = backend
         self.variant = variant
+        self.cube_dim = cube_dim
+        self.comptime = comptime
         self.stages: list[CompilationStage] = []
 
     @contextmanager
@@ -132,4 +158,5 @@ class CompilationRecording:
         if not self._active:
             return None
         return CompilationRecord(self.kernel, self.backend, self.variant, key, outcome,
-                                 tuple(self.stages), artifact_size, time.time())
+                                 tuple(self.stages), artifact_size, time.time(),
+                                 self.cube_dim, self.comptime)
