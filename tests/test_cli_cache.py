@@ -18,7 +18,7 @@ from cubecl_server.cli.cache import parse_age, parse_size
 from cubecl_server.client import create_client
 from cubecl_server.compiler import environment_database
 from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.persistence import SqliteStore
+from cubecl_server.persistence import SqliteStore, encode_artifact
 
 NAMESPACE = f"cpu/{__version__}/{sys.implementation.cache_tag}/py-code"
 
@@ -42,9 +42,32 @@ def test_info_and_ls_show_what_is_stored(capsys: pytest.CaptureFixture[str]) -> 
     assert f"database     {environment_database()}" in info
     assert f"{NAMESPACE}    3" in info
     listed = _run(capsys, "ls", "--backend", "cpu").splitlines()
-    assert len([line for line in listed if "/py-code" in line]) == 3
+    code = [line for line in listed if "/py-code" in line]
+    assert len(code) == 3
     assert _run(capsys, "ls", "--backend", "opencl").splitlines() == [
-        "NAMESPACE  KEY  SIZE  ORIGIN"]
+        "NAMESPACE  NAME  KEY  SIZE  ORIGIN"]
+
+
+def test_ls_names_the_kernel_of_each_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(2)
+    _put_long_entry()  # not an envelope: it names nothing
+    ir_space = f"ir/{__version__}"  # IR as the language keeps it: the name is the IR's
+    SqliteStore.open(environment_database()).put(ir_space, "cd" * 32, encode_artifact(
+        "ir-kernel", {"line": 3}, b'{"node":"Kernel","name":"poly","params":[]}',
+        namespace=ir_space, key="cd" * 32))
+    lines = _run(capsys, "ls").splitlines()
+    assert lines[0].split() == ["NAMESPACE", "NAME", "KEY", "SIZE", "ORIGIN"]
+    named = {line.split()[0]: set() for line in lines[1:]}
+    for line in lines[1:]:
+        named[line.split()[0]].add(line.split()[1])
+    # The artifacts, the sources map's pointers to them, and the IR the language kept.
+    assert named[NAMESPACE] == {"add_const"}
+    assert named[NAMESPACE.replace("/py-code", "/py-source")] == {"add_const"}
+    assert named[ir_space] == {"poly"}
+    listed = json.loads(_run(capsys, "ls", "--json"))
+    kinds = {(e["namespace"], e["name"], e["kind"]) for e in listed}
+    assert (NAMESPACE, "add_const", "py-code") in kinds, kinds
+    assert (LONG_NAMESPACE, "-", "-") in kinds, kinds
 
 
 # A namespace as an OpenCL driver spells it: the backend, the version, the driver

@@ -23,7 +23,7 @@ from cubecl_server.persistence import (
     decode_artifact,
     encode_artifact,
 )
-from cubecl_server.persistence.codec import FORMAT_VERSION
+from cubecl_server.persistence.codec import FORMAT_VERSION, peek_envelope
 from cubecl_server.persistence.sqlite import SCHEMA_VERSION
 
 LOGGER = "cubecl_server.persistence"
@@ -573,3 +573,24 @@ def test_records_keep_only_the_newest(tmp_path: Path, monkeypatch: pytest.Monkey
     for i in range(12):
         store.add_record("cpu", f"k{i}", "v", "compiled", {"i": i})
     assert [r.kernel for r in store.records()] == [f"k{i}" for i in range(7, 12)]
+
+
+def test_heads_show_the_start_of_each_value_without_using_it(db_path: Path) -> None:
+    clock = Clock()
+    with SqliteStore.open(db_path, clock=clock, touch_interval_s=1) as store:
+        envelope = encode_artifact("demo-kind", {"kernel": "saxpy"}, b"x" * 100,
+                                   namespace="ns", key="k")
+        store.put("ns", "k", envelope)
+        store.put("ns", "plain", b"not an envelope")
+        clock.now += 3600
+        [(info, head), (plain, raw)] = sorted(store.heads("ns", size=len(envelope) - 50),
+                                              key=lambda row: row[0].key)
+        assert (info.key, info.last_used, plain.key, raw) == ("k", 1_000_000.0, "plain",
+                                                              b"not an envelope")
+        peeked = peek_envelope(head)
+        assert peeked is not None and (peeked.kind, peeked.header) == ("demo-kind",
+                                                                       {"kernel": "saxpy"})
+        assert peeked.payload_size == 100 and not peeked.payload_complete
+        assert peek_envelope(raw) is None and peek_envelope(envelope[:10]) is None
+        # Looking is not using: the next prune still finds the entry as old as it was.
+        assert [i.last_used for i in store.keys("ns")] == [1_000_000.0] * 2

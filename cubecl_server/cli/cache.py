@@ -16,8 +16,10 @@ from cubecl_server.compiler.store import environment_database
 from cubecl_server.config import config
 from cubecl_server.errors import StoreError
 from cubecl_server.persistence import SqliteStore, environment, tune_cache
+from cubecl_server.persistence.codec import EnvelopeHead, peek_envelope
+from cubecl_server.persistence.entries import EntryInfo
 
-__all__ = ["add_cache_command", "parse_size", "parse_age"]
+__all__ = ["add_cache_command", "named_entries", "parse_age", "parse_size"]
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
                "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
@@ -47,7 +49,11 @@ def add_cache_command(subparsers: Subparsers) -> None:
     info = sub.add_parser("info", help="root, environment, size, entries per namespace")
     _add_listing_options(info)
     info.set_defaults(func=_info)
-    ls = sub.add_parser("ls", help="list entries")
+    ls = sub.add_parser("ls", help="list entries, each with the kernel (or tuner) it is for",
+                        description="List the entries of the artifact store: namespace, "
+                                    "NAME (the kernel an artifact, a stored IR or a "
+                                    "sources-map pointer is for; the tuner of a tune "
+                                    "result; - for what names none), key, size, origin.")
     ls.add_argument("--backend", type=backend_name,
                     help="only this backend's entries")
     _add_listing_options(ls)
@@ -150,20 +156,60 @@ def _ls(args: argparse.Namespace) -> int:
             return 0
 
         def as_json(db: SqliteStore) -> int:
-            print(json.dumps([{"namespace": e.namespace, "key": e.key, "size": e.size,
-                               "origin": e.origin, "created": e.created,
-                               "last_used": e.last_used} for e in db.keys(prefix)], indent=2))
+            print(json.dumps([{"namespace": e.namespace, "key": e.key, "name": name,
+                               "kind": kind, "size": e.size, "origin": e.origin,
+                               "created": e.created, "last_used": e.last_used}
+                              for e, name, kind in named_entries(db, prefix)], indent=2))
             return 0
         return _with_store(as_json, absent=absent, notes=sys.stderr)
 
     def action(db: SqliteStore) -> int:
         # The first 16 hex digits of a key tell entries apart; --wide shows all 64.
-        print_table(("NAMESPACE", "KEY", "SIZE", "ORIGIN"),
-                    [(e.namespace, e.key if args.wide else e.key[:16], format_bytes(e.size),
-                      e.origin) for e in db.keys(prefix)],
-                    shrink=(0,), width=None if args.wide else WIDTH)
+        print_table(("NAMESPACE", "NAME", "KEY", "SIZE", "ORIGIN"),
+                    [(e.namespace, name, e.key if args.wide else e.key[:16],
+                      format_bytes(e.size), e.origin)
+                     for e, name, _ in named_entries(db, prefix)],
+                    shrink=(0, 1), width=None if args.wide else WIDTH)
         return 0
     return _with_store(action)
+
+
+def named_entries(db: SqliteStore, prefix: str | None) -> list[tuple[EntryInfo, str, str]]:
+    """The entries under ``prefix``, each with the name of what it is for and its kind
+    (``-`` where it names none, or is not an envelope).
+
+    The name is the kernel an artifact's header names (every backend's does), the
+    kernel of a stored IR, the tuner of a tune result, and for a pointer (a sources
+    map's entry) the name of the entry it points at.
+    """
+    rows = [(info, peek_envelope(head)) for info, head in db.heads(prefix)]
+    names = {info.key: _own_name(head) for info, head in rows}
+    out = []
+    for info, head in rows:
+        name = names[info.key]
+        if name == "-" and head is not None and head.payload_complete:
+            # A pointer's payload is the key it points at.
+            name = names.get(head.payload_head.decode("ascii", "replace"), "-")
+        out.append((info, name, "-" if head is None else head.kind))
+    return out
+
+
+def _own_name(head: EnvelopeHead | None) -> str:
+    """The name an entry gives itself: in its header, or in the IR it holds."""
+    if head is None:
+        return "-"
+    for field in ("kernel", "tuner"):
+        value = head.header.get(field)
+        if isinstance(value, str) and value:
+            return value
+    if head.payload_complete and head.payload_head.startswith(b'{"node":"Kernel"'):
+        try:
+            kernel = json.loads(head.payload_head)
+        except ValueError:
+            return "-"
+        name = kernel.get("name") if isinstance(kernel, dict) else None
+        return name if isinstance(name, str) and name else "-"
+    return "-"
 
 
 def _clear(args: argparse.Namespace) -> int:

@@ -42,9 +42,9 @@ from cubecl_server import bounded
 from cubecl_server.errors import StoreError
 
 __all__ = [
-    "FORMAT_VERSION", "MAGIC", "MAX_HEADER", "CorruptEntry", "DecodedArtifact", "HeaderValue",
-    "MisboundEntry", "checksum", "decode_artifact", "encode_artifact", "split_signature",
-    "with_signature",
+    "FORMAT_VERSION", "MAGIC", "MAX_HEADER", "CorruptEntry", "DecodedArtifact", "EnvelopeHead",
+    "HeaderValue", "MisboundEntry", "checksum", "decode_artifact", "encode_artifact",
+    "peek_envelope", "split_signature", "with_signature",
 ]
 
 MAGIC = b"CCLA"
@@ -219,3 +219,49 @@ def decode_artifact(data: bytes, *, namespace: str, key: str) -> DecodedArtifact
         )
     return DecodedArtifact(kind=kind, header=header,
                            payload=bytes(view[layout.payload_start:layout.payload_end]))
+
+
+@dataclass(frozen=True)
+class EnvelopeHead:
+    """What the start of a stored value tells of it: its kind, its header, the start of
+    its payload, and the payload's whole size."""
+
+    kind: str
+    header: dict[str, HeaderValue]
+    payload_head: bytes
+    payload_size: int
+
+    @property
+    def payload_complete(self) -> bool:
+        """Whether :attr:`payload_head` is the whole payload."""
+        return len(self.payload_head) == self.payload_size
+
+
+def peek_envelope(head: bytes) -> EnvelopeHead | None:
+    """What the first bytes of a stored value (``head``, at least up to the end of its
+    header) say it holds; None when they are not the start of an envelope of this
+    format or its header does not parse.
+
+    For a listing: nothing is checked beyond the header's shape (not the checksum, the
+    binding or the lengths past ``head``), so never hand what it says to a driver.
+    """
+    view = memoryview(head)
+    if len(view) < _PREFIX.size:
+        return None
+    magic, version, head_len = _PREFIX.unpack_from(view, 0)
+    head_end = _PREFIX.size + head_len
+    if magic != MAGIC or version != FORMAT_VERSION or head_len > MAX_HEADER \
+            or len(view) < head_end + _PAYLOAD_LEN.size:
+        return None
+    try:
+        obj = bounded.loads(bytes(view[_PREFIX.size:head_end]), max_bytes=MAX_HEADER,
+                            max_depth=_HEADER_DEPTH)
+    except bounded.Unbounded:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str) \
+            or not isinstance(obj.get("header"), dict):
+        return None
+    (payload_len,) = _PAYLOAD_LEN.unpack_from(view, head_end)
+    start = head_end + _PAYLOAD_LEN.size
+    return EnvelopeHead(obj["kind"], obj["header"],
+                        bytes(view[start:min(start + payload_len, len(view))]), payload_len)

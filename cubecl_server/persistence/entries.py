@@ -25,11 +25,16 @@ from cubecl_server.persistence.database import (
 )
 
 __all__ = [
-    "BadEntry", "Entry", "EntryInfo", "EntryStore", "NamespaceInfo", "Origin", "PutResult",
+    "HEAD_BYTES", "BadEntry", "Entry", "EntryInfo", "EntryStore", "NamespaceInfo", "Origin",
+    "PutResult",
 ]
 
 Origin = Literal["local", "imported"]
 _ORIGINS: tuple[Origin, ...] = get_args(Origin)
+
+HEAD_BYTES = 1 << 16
+"""How much of each value :meth:`EntryStore.heads` reads by default: an envelope's
+header, and a small payload whole."""
 
 # Refreshing last_used must never make a read wait out a long writer.
 _TOUCH_BUSY_TIMEOUT_MS = 100
@@ -314,6 +319,26 @@ class EntryStore(Database):
             f" FROM entries{where} ORDER BY namespace, key", args,
         ).fetchall())
         return (EntryInfo(*row) for row in rows)
+
+    def heads(self, namespace_prefix: str | None = None, size: int = HEAD_BYTES,
+              ) -> Iterator[tuple[EntryInfo, bytes]]:
+        """What :meth:`keys` lists, each with the first ``size`` bytes of its value, for
+        a listing to say what an entry holds (:func:`~.codec.peek_envelope`).
+
+        Unchecked (a value that fails its checksum is listed as it is) and untouched
+        (``last_used`` stays: looking is not using); a value not stored as bytes reads
+        as empty.
+        """
+        if size < 0:
+            raise ValueError(f"size must be >= 0, not {size}")
+        where, args = _prefix_args(namespace_prefix)
+        rows = self._run("heads", lambda conn: conn.execute(
+            "SELECT namespace, key, checksum, origin, size, created, last_used,"
+            f" substr(value, 1, ?) FROM entries{where} ORDER BY namespace, key",
+            (size, *args),
+        ).fetchall())
+        return ((EntryInfo(*row[:7]), row[7] if isinstance(row[7], bytes) else b"")
+                for row in rows)
 
     def clear(self, namespace_prefix: str | None = None) -> int:
         """Delete the entries whose namespace starts with ``namespace_prefix`` (None:
