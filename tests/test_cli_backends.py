@@ -1,4 +1,5 @@
-"""``cubecl-server backends`` marks the backend a client gets by default."""
+"""``cubecl-server backends``: marks the backend a client gets by default, fits 100
+columns (a row per device, the reason a backend cannot run in their place)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from cubecl_server.cli import main
 from cubecl_server.config import reload_config
+from cubecl_server.plugins.registry import BackendStatus
 
 
 def _listing(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -42,3 +44,34 @@ def test_json_says_which_is_selected(capsys: pytest.CaptureFixture[str],
     assert all(isinstance(r["selected"], bool) for r in rows)
     _select(monkeypatch, "nothing-by-this-name")
     assert not [r for r in json.loads(_listing(capsys, "--json")) if r["selected"]]
+
+
+class _Registry:
+    """A registry of two backends as a machine with two long-named GPUs and none of
+    another kind would list them."""
+
+    def backends(self) -> list[BackendStatus]:
+        return [BackendStatus("gpu", "cubecl-gpu", "1.0.0", "ok", devices=[
+                    f"gpu:{i} {'Very Long Vendor Accelerator Name ' * 2}(driver 555.42.06)"
+                    for i in range(2)]),
+                BackendStatus("other", "cubecl-other", "1.0.0", "unavailable",
+                              "no device of this kind here")]
+
+    def broken(self) -> list[object]:
+        return []
+
+
+def test_each_device_has_a_row_within_100_columns_unless_wide(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cubecl_server.cli.backends.registry", _Registry)
+    lines = _listing(capsys).splitlines()
+    assert all(len(line) <= 100 for line in lines), lines
+    gpu0, gpu1, other = lines[1:4]
+    assert gpu0.split()[:4] == ["gpu", "cubecl-gpu", "1.0.0", "ok"]
+    # The second device has a row of its own, cut in the middle as the first is.
+    assert gpu1.split()[0] == "gpu:1" and "..." in gpu1 and gpu1.endswith("555.42.06)")
+    # No device: why not, where the devices would be.
+    assert other.split()[:4] == ["other", "cubecl-other", "1.0.0", "unavailable"]
+    assert other.endswith("  (no device of this kind here)")
+    wide = _listing(capsys, "--wide").splitlines()
+    assert wide[2].strip() == _Registry().backends()[0].devices[1]

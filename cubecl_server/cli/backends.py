@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.cli.table import WIDTH, Subparsers, print_table
 from cubecl_server.config import config
 from cubecl_server.errors import PluginError
 from cubecl_server.plugins import registry
@@ -27,6 +27,9 @@ def add_backends_command(subparsers: Subparsers) -> None:
                     "cubecl.toml, else cpu). "
                     f"Exits 0 even with broken plugins, unless {ENV_STRICT}=1.")
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    parser.add_argument("--wide", action="store_true",
+                        help=f"print every cell whole (the table is cut to {WIDTH} columns: "
+                             "a long device name or reason loses its middle)")
     parser.set_defaults(func=run_backends)
 
 
@@ -58,11 +61,18 @@ def run_backends(args: argparse.Namespace) -> int:
         return 0
     table = []
     for row in rows:
-        status = row.status if not row.reason else f"{row.status} ({row.reason})"
         mark = "*" if _is_selected(row.name, row.status, selected) else ""
-        table.append((mark, row.name, row.distribution, row.version, status,
-                      ", ".join(row.devices)))
-    print_table(("", "NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES"), table)
+        # A row per device, the backend's own cells on its first only: a machine with
+        # several GPUs lists each whole, not joined and then cut. A backend without
+        # devices says why in their place, which keeps STATUS a narrow column.
+        cells = list(row.devices) or [f"({row.reason})" if row.reason else ""]
+        if row.devices and row.reason:
+            cells[0] += f" ({row.reason})"
+        for i, cell in enumerate(cells):
+            table.append((mark, row.name, row.distribution, row.version, row.status, cell)
+                         if i == 0 else ("", "", "", "", "", cell))
+    print_table(("", "NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES"), table,
+                shrink=(5,), width=None if args.wide else WIDTH)
     if any(line[0] for line in table):
         print("* selected (CUBECL_BACKEND, else `backend` in cubecl.toml, else cpu)")
     else:
