@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("cubecl_server", "errors", "ir", "ir_check", "id", "logging", "execution",
                 "config", "device", "driver", "kernel", "storage", "allocator", "server",
                 "validation", "timestamp_profiler", "throughput", "benchmark", "command",
-                "device_events", "tma", "bounded")),
+                "device_events", "tma", "bounded", "progress")),
     ("persistence", ("persistence",)),
     ("compiler", ("compiler", "lowering", "launched")),
     ("plugins", ("plugins",)),

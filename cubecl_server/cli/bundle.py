@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable
 
 from cubecl_server.allocator import format_bytes
+from cubecl_server.cli.cache import named_entries
+from cubecl_server.cli.progress import steps
 from cubecl_server.cli.table import WIDTH, Subparsers, print_table
 from cubecl_server.client import create_client
 from cubecl_server.compiler.store import environment_database
@@ -122,8 +124,9 @@ def _places(args: argparse.Namespace, db: SqliteStore) -> tuple[Target, list[Pla
                         if (e.backend, e.variant, e.build_id) == targets[0]]
     target, kernels = _current(args.backend or config().backend, args.device)
     tunes = tune_cache.namespace(target.backend, target.variant, "")
-    places = [Place("artifact", "", e.namespace, e.key) for e in db.keys(kernels)
-              if e.namespace == kernels]
+    # Each artifact under the name of its kernel, which `bundle ls` and progress show.
+    places = [Place("artifact", "" if name == "-" else name, e.namespace, e.key)
+              for e, name, _ in named_entries(db, kernels) if e.namespace == kernels]
     places += [Place("tuning", e.namespace.rsplit("/", 1)[-1], e.namespace, e.key)
                for e in db.keys(tunes)]
     return target, places
@@ -140,7 +143,9 @@ def _export(args: argparse.Namespace) -> int:
 
     def action(db: SqliteStore) -> int:
         target, places = _places(args, db)
-        manifest, missing = export_bundle(args.output, db, target, places, secret)
+        with steps("bundle export", len(places)) as step:
+            manifest, missing = export_bundle(args.output, db, target, places, secret,
+                                              step=step)
         for place in missing:
             print(f"not in the store (skipped): {place.kind} {place.name} {place.key[:16]}")
         print(f"wrote {len(manifest.entries)} entries for {target.backend} "
@@ -152,13 +157,15 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     try:
         secret = None if args.trust else fleet_secret()
-        backend = read_bundle(args.bundle).manifest.target.backend
-        target, _ = _current(backend, args.device)
+        manifest = read_bundle(args.bundle).manifest
+        target, _ = _current(manifest.target.backend, args.device)
     except (CubeclError, ValueError) as e:
         return _error(str(e))
 
     def action(db: SqliteStore) -> int:
-        report = import_bundle(args.bundle, db, target, secret, trust=args.trust)
+        with steps("bundle import", len(manifest.entries)) as step:
+            report = import_bundle(args.bundle, db, target, secret, trust=args.trust,
+                                   step=step)
         theirs = report.bundle.manifest.target
         if not report.applicable:
             print(f"not applicable: the bundle is for {theirs.backend} ({theirs.variant}, "

@@ -34,7 +34,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -357,12 +357,14 @@ def verify_entries(bundle: Bundle, secret: Secret | None) -> list[EntryProblem]:
 
 
 def import_bundle(path: str | os.PathLike[str], db: SqliteStore, target: Target,
-                  secret: Secret | None, *, trust: bool = False) -> ImportReport:
+                  secret: Secret | None, *, trust: bool = False,
+                  step: Callable[[str], None] | None = None) -> ImportReport:
     """Import the bundle in ``path`` into ``db`` for a machine of ``target``.
 
     Without ``trust``, ``secret`` is required and the manifest and each entry must be
     signed with it (BundleError otherwise: nothing is imported). A bundle for another
     target is not applicable and changes nothing. May raise StoreError from ``db``.
+    ``step`` is told each entry's kind and name as its turn comes (a progress bar).
     """
     if not trust and secret is None:
         raise BundleError(f"bundle {path}: no secret to check its signature with (set "
@@ -375,6 +377,8 @@ def import_bundle(path: str | os.PathLike[str], db: SqliteStore, target: Target,
     if not report.applicable:
         return report
     for entry, envelope, why in _entries(bundle, None if trust else secret):
+        if step is not None:
+            step(_label(entry.kind, entry.name))
         if envelope is None:
             report.problems.append(EntryProblem(entry, why or ""))
             continue
@@ -389,10 +393,12 @@ def import_bundle(path: str | os.PathLike[str], db: SqliteStore, target: Target,
 
 
 def export_bundle(path: str | os.PathLike[str], db: SqliteStore, target: Target,
-                  places: Iterable[Place], secret: Secret) -> tuple[Manifest, list[Place]]:
+                  places: Iterable[Place], secret: Secret, *,
+                  step: Callable[[str], None] | None = None) -> tuple[Manifest, list[Place]]:
     """Write the entries of ``places`` that ``db`` holds into a new bundle at ``path``
     (replaced whole, never half-written), signed with ``secret``; its manifest, and
-    the places not found (or found corrupt) in ``db``.
+    the places not found (or found corrupt) in ``db``. ``step`` is told each place's
+    kind and name as its turn comes (a progress bar).
 
     BundleError when none is found, or the file cannot be written.
     """
@@ -400,6 +406,8 @@ def export_bundle(path: str | os.PathLike[str], db: SqliteStore, target: Target,
     rows: list[tuple[BundleEntry, bytes]] = []
     missing: list[Place] = []
     for place in dict.fromkeys(places):
+        if step is not None:
+            step(_label(place.kind, place.name))
         found = db.get(place.namespace, place.key)
         try:
             if found is None:
@@ -431,3 +439,8 @@ def export_bundle(path: str | os.PathLike[str], db: SqliteStore, target: Target,
         Path(tmp).unlink(missing_ok=True)
         raise BundleError(f"bundle {path}: cannot be written: {e}") from e
     return manifest, missing
+
+
+def _label(kind: str, name: str) -> str:
+    """An entry as a progress bar names it: ``artifact saxpy``, or its kind alone."""
+    return f"{kind} {name}" if name else kind

@@ -31,6 +31,7 @@ from cubecl_server.logging import logger
 from cubecl_server.memory_management import Handle
 from cubecl_server.persistence import environment
 from cubecl_server.persistence.tune_cache import TuneCache, TuneEntry, entry_key, namespace
+from cubecl_server.progress import Step, steps
 from cubecl_server.tune.tunable import Tunable, TunableSet, copy_inputs, key_text
 
 __all__ = ["AutotuneError", "LocalTuner", "TuneRecord", "Tuner", "local_tuner"]
@@ -260,12 +261,21 @@ class Tuner:
               inputs: tuple[Any, ...]) -> tuple[TuneEntry, int]:
         """Compile, warm up, check and time every candidate: the entry of the result
         and how many runs were timed."""
+        # A step each: the batch compile, every warm-up, the timing rounds.
+        with steps(f"autotune {self.name} {text}", len(tunables.candidates) + 2) as step:
+            return self._tune_steps(client, tunables, text, inputs, step)
+
+    def _tune_steps(self, client: ComputeClient, tunables: TunableSet, text: str,
+                    inputs: tuple[Any, ...], step: Step) -> tuple[TuneEntry, int]:
+        """:meth:`_tune`'s work, telling ``step`` as each part starts."""
         errors: dict[str, str] = {}
+        step(f"compiling {len(tunables.candidates)} candidates")
         viable = _compile(client, tunables.candidates, errors)
         bench = tunables.inputs(client, *inputs)
         working: list[Tunable] = []
         reference: tuple[str, list[np.ndarray]] | None = None
         for candidate in viable:
+            step(f"warming up {candidate.name}")
             try:
                 own = copy_inputs(client, *bench)
                 outputs = _outputs(client, candidate.run(client, *own), own)
@@ -293,6 +303,7 @@ class Tuner:
                                 f"could run:\n{detail}", errors)
         if len(working) == 1:
             return self._entry(tunables, text, working[0].name, errors=errors), 0
+        step(f"timing {len(working)} candidates")
         samples, method = _time(client, working, bench)
         medians = {n: float(np.median(s)) for n, s in samples.items()}
         winner = min(working, key=lambda c: medians[c.name])
