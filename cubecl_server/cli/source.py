@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cubecl_server.cli import spirv
 from cubecl_server.cli.table import Subparsers
 from cubecl_server.config import config
 from cubecl_server.errors import BackendUnavailable, CubeclError
@@ -46,8 +47,9 @@ def add_source_command(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "source", help="print the source a backend generates for a kernel",
         description="Import FILE.py, find the @kernel KERNEL in it and print the source "
-                    "the backend's Compiler generates for it (OpenCL C, a SPIR-V listing, "
-                    "CUDA C++, NumPy Python) for the cube dim and comptime values given. "
+                    "the backend's Compiler generates for it (OpenCL C, SPIR-V as spirv-dis "
+                    "prints it when it is on PATH, CUDA C++, NumPy Python) for the cube "
+                    "dim and comptime values given, checked against the device's limits. "
                     "Nothing is built, stored or loaded.")
     parser.add_argument("target", metavar="FILE.py:KERNEL",
                         help="the file defining the kernel, and the kernel's name in it")
@@ -86,12 +88,34 @@ def run_source_command(args: argparse.Namespace) -> int:
                 raise
             raise _Refused(f"{e}; --compile-only lowers for {name} without a device") from e
         source = source_of(client, kernel, args.cube_dim, core=args.core, **comptime)
+        note = None
+        if not args.core:
+            source, note = _standard_form(client, kernel, args.cube_dim, comptime, source)
     except (_Refused, CubeclError, TypeError) as e:
         # TypeError: a comptime value the kernel refuses, naming the parameter.
         print(f"error: {e}", file=sys.stderr)
         return 1
+    if note is not None:
+        print(f"note: {note}", file=sys.stderr)
     print(source, end="" if source.endswith("\n") else "\n")
     return 0
+
+
+def _standard_form(client: Any, kernel: Any, cube_dim: CubeDim, comptime: dict[str, Any],
+                   listing: str) -> tuple[str, str | None]:
+    """``listing`` as people read its kind of source: a SPIR-V module through
+    ``spirv-dis`` (:mod:`.spirv`); any other source as it is. And a note on why not,
+    if it could not be."""
+    from cubecl_server.compiler.record import CompilationRecording
+
+    # source_of checked the kernel and the launch and returned the text only: the
+    # module is lowered once more (the IR is cached) for its bytes.
+    ac = client.loader.artifact_compiler
+    kid = kernel.kernel_id(comptime)
+    compiled = ac.lower(kid.ir, cube_dim, client.mode,
+                        CompilationRecording(False, kid.name, client.backend, ac.variant))
+    module = spirv.module_of(compiled)
+    return (listing, None) if module is None else spirv.disassemble(module, listing)
 
 
 def _find_kernel(target: str) -> Any:
