@@ -3,6 +3,8 @@ installed ones, never an empty listing that exits 0."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cubecl_server.cli import main
@@ -17,3 +19,24 @@ def test_unknown_backend_is_an_error(command: list[str],
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert "no backend 'nosuch'" in err and "cpu" in err, err
+
+
+@pytest.mark.parametrize("command", [["demo"], ["bundle", "export", "out.bundle"],
+                                     ["source", "kernels.py:scale", "--cube-dim", "64"]])
+def test_unknown_backend_is_one_line_of_error_elsewhere(
+        command: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path(__file__).parent)
+    monkeypatch.setenv("CUBECL_STORE_SECRET", "a-secret-long-enough-for-the-check")
+    assert main([*command, "--backend", "nosuch"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: no backend 'nosuch'; available: "), err
+    assert not (Path(__file__).parent / "out.bundle").exists()
+
+
+def test_bench_refuses_an_unknown_backend_before_measuring(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("benchmarks.harness")
+    assert main(["bench", "--backend", "nosuch"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: argument --backend: no backend 'nosuch'"), err

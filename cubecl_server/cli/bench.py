@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cubecl_server.cli.options import backend_name
 from cubecl_server.cli.table import Subparsers
 
 __all__ = ["add_bench_command", "run_bench_command"]
@@ -38,7 +39,15 @@ def _no_harness(args: argparse.Namespace) -> int:
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
-    """Run the harness with the parsed options; its exit code."""
+    """Run the harness with the parsed options; its exit code (2, before measuring
+    anything, for a backend that is not installed)."""
     from benchmarks.harness import run_benchmarks
+
+    if args.backend is not None:
+        try:
+            backend_name(args.backend)
+        except argparse.ArgumentTypeError as e:
+            print(f"error: argument --backend: {e}", file=sys.stderr)
+            return 2
 
     return run_benchmarks(args.backend, args.quick, Path(args.output), args.group)
