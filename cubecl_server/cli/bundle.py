@@ -12,7 +12,7 @@ from collections.abc import Callable
 from cubecl_server.allocator import format_bytes
 from cubecl_server.cli.cache import named_entries
 from cubecl_server.cli.progress import steps
-from cubecl_server.cli.table import WIDTH, Subparsers, print_table
+from cubecl_server.cli.table import WIDTH, Subparsers, print_table, shorten
 from cubecl_server.client import create_client
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.config import config
@@ -208,7 +208,8 @@ def _ls(args: argparse.Namespace) -> int:
     for label, value in (("backend", m.target.backend), ("variant", m.target.variant),
                          ("build id", m.target.build_id), ("version", m.version),
                          ("created", created), ("signature", _signature(bundle))):
-        print(f"{label:<10} {value}")
+        line = f"{label:<10} {value}"
+        print(line if args.wide else shorten(line, WIDTH))
     print_table(("KIND", "NAME", "KEY", "SIZE"),
                 [(e.kind, e.name or "-", e.key if args.wide else e.key[:16],
                   format_bytes(e.size)) for e in m.entries],

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from cubecl_server.cli.progress import steps
-from cubecl_server.cli.table import Subparsers, print_table
+from cubecl_server.cli.table import WIDTH, Subparsers, print_table, shorten
 from cubecl_server.compiler.record import TOTAL_MS_MEANS
 from cubecl_server.config import config
 from cubecl_server.errors import CubeclError
@@ -50,7 +50,8 @@ def run_demo_command(args: argparse.Namespace) -> int:
             print(f"error: {missing}", file=sys.stderr)
             return 1
         c = client(args.backend, args.device)
-        print(f"backend {c.backend}, device {c.device}")
+        # A driver's name for its device can be long: the line fits as the table does.
+        print(shorten(f"backend {c.backend}, device {c.device}", WIDTH))
         with steps("demo", demo_steps()) as step:
             results = run_demo(c, args.seed, step)
     except CubeclError as e:
