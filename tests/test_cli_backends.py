@@ -1,5 +1,5 @@
 """``cubecl-server backends``: marks the backend a client gets by default, fits 100
-columns (a row per device, the reason a backend cannot run in their place)."""
+columns (a row per device, the reason a backend cannot run in their place, wrapped)."""
 
 from __future__ import annotations
 
@@ -46,6 +46,10 @@ def test_json_says_which_is_selected(capsys: pytest.CaptureFixture[str],
     assert not [r for r in json.loads(_listing(capsys, "--json")) if r["selected"]]
 
 
+REASON = ("the driver library libother.so.1 was found but refused to start: version 1.2 is "
+          "older than the 2.0 this plugin needs (install the vendor's 2.x driver)")
+
+
 class _Registry:
     """A registry of two backends as a machine with two long-named GPUs and none of
     another kind would list them."""
@@ -54,8 +58,7 @@ class _Registry:
         return [BackendStatus("gpu", "cubecl-gpu", "1.0.0", "ok", devices=[
                     f"gpu:{i} {'Very Long Vendor Accelerator Name ' * 2}(driver 555.42.06)"
                     for i in range(2)]),
-                BackendStatus("other", "cubecl-other", "1.0.0", "unavailable",
-                              "no device of this kind here")]
+                BackendStatus("other", "cubecl-other", "1.0.0", "unavailable", REASON)]
 
     def broken(self) -> list[object]:
         return []
@@ -66,12 +69,16 @@ def test_each_device_has_a_row_within_100_columns_unless_wide(
     monkeypatch.setattr("cubecl_server.cli.backends.registry", _Registry)
     lines = _listing(capsys).splitlines()
     assert all(len(line) <= 100 for line in lines), lines
-    gpu0, gpu1, other = lines[1:4]
+    gpu0, gpu1, other, *more = lines[1:-1]
     assert gpu0.split()[:4] == ["gpu", "cubecl-gpu", "1.0.0", "ok"]
     # The second device has a row of its own, cut in the middle as the first is.
     assert gpu1.split()[0] == "gpu:1" and "..." in gpu1 and gpu1.endswith("555.42.06)")
-    # No device: why not, where the devices would be.
+    # No device: why not, where the devices would be, wrapped onto rows of its own
+    # and never cut.
     assert other.split()[:4] == ["other", "cubecl-other", "1.0.0", "unavailable"]
-    assert other.endswith("  (no device of this kind here)")
+    column = other.index("(the driver")
+    assert more and all(line[:column].strip() == "" for line in more), lines
+    assert " ".join(line[column:] for line in [other, *more]) == f"({REASON})"
     wide = _listing(capsys, "--wide").splitlines()
     assert wide[2].strip() == _Registry().backends()[0].devices[1]
+    assert wide[3].endswith(f"  ({REASON})")

@@ -146,7 +146,9 @@ def test_listing_reports_ok_unavailable_and_broken(tmp_path: Path) -> None:
 
 
 def test_table_lists_status_with_reason(tmp_path: Path) -> None:
-    done = run_python(make_site(tmp_path, STANDARD), ["-m", "cubecl_server.cli", "backends"])
+    # --wide: each reason on one line (within 100 columns it is wrapped).
+    done = run_python(make_site(tmp_path, STANDARD),
+                      ["-m", "cubecl_server.cli", "backends", "--wide"])
     assert done.returncode == 0, done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines()}
     assert lines["NAME"].split() == ["NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES"]
@@ -461,7 +463,7 @@ def test_a_backend_built_for_another_contract_is_listed_incompatible(tmp_path: P
     assert "implements contract 1" in row["reason"], row
     assert "cubecl-fixture-othercontract" in row["reason"], row
     assert rows["fixture"]["status"] == "ok"
-    done = run_python(site, ["-m", "cubecl_server.cli", "backends"])
+    done = run_python(site, ["-m", "cubecl_server.cli", "backends", "--wide"])
     assert re.search(r"  incompatible  +\(built for backend contract 2", done.stdout), \
         done.stdout
     refused = run_script(site, """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from cubecl_server.cli.table import WIDTH, Subparsers, print_table
 from cubecl_server.config import config
@@ -13,6 +14,10 @@ from cubecl_server.plugins import registry
 from cubecl_server.plugins.registry import ENV_STRICT
 
 __all__ = ["add_backends_command", "run_backends"]
+
+_HEADER = ("", "NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES")
+# A reason is wrapped to no narrower than this, whatever the other columns take.
+_MIN_ROOM = 24
 
 
 def add_backends_command(subparsers: Subparsers) -> None:
@@ -29,7 +34,8 @@ def add_backends_command(subparsers: Subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     parser.add_argument("--wide", action="store_true",
                         help=f"print every cell whole (the table is cut to {WIDTH} columns: "
-                             "a long device name or reason loses its middle)")
+                             "a long device name loses its middle, a reason why a "
+                             "backend cannot run is wrapped)")
     parser.set_defaults(func=run_backends)
 
 
@@ -59,20 +65,23 @@ def run_backends(args: argparse.Namespace) -> int:
             listing.append(item)
         print(json.dumps(listing, indent=2))
         return 0
+    own = [("*" if _is_selected(row.name, row.status, selected) else "", row.name,
+            row.distribution, row.version, row.status) for row in rows]
+    # What the last column has room for, the others as wide as their widest cell.
+    room = WIDTH - sum(max(len(cells[i]) for cells in [_HEADER, *own]) + 2 for i in range(5))
     table = []
-    for row in rows:
-        mark = "*" if _is_selected(row.name, row.status, selected) else ""
+    for row, cells in zip(rows, own, strict=True):
         # A row per device, the backend's own cells on its first only: a machine with
         # several GPUs lists each whole, not joined and then cut. A backend without
-        # devices says why in their place, which keeps STATUS a narrow column.
-        cells = list(row.devices) or [f"({row.reason})" if row.reason else ""]
-        if row.devices and row.reason:
-            cells[0] += f" ({row.reason})"
-        for i, cell in enumerate(cells):
-            table.append((mark, row.name, row.distribution, row.version, row.status, cell)
-                         if i == 0 else ("", "", "", "", "", cell))
-    print_table(("", "NAME", "DISTRIBUTION", "VERSION", "STATUS", "DEVICES"), table,
-                shrink=(5,), width=None if args.wide else WIDTH)
+        # devices says why in their place (which keeps STATUS a narrow column), in
+        # words wrapped onto rows of their own, never cut: its middle may be the point.
+        last = list(row.devices)
+        if row.reason:
+            reason = f"({row.reason})"
+            last += [reason] if args.wide else textwrap.wrap(reason, max(room, _MIN_ROOM))
+        for i, cell in enumerate(last or [""]):
+            table.append((*cells, cell) if i == 0 else ("", "", "", "", "", cell))
+    print_table(_HEADER, table, shrink=(5,), width=None if args.wide else WIDTH)
     if any(line[0] for line in table):
         print("* selected (CUBECL_BACKEND, else `backend` in cubecl.toml, else cpu)")
     else:
