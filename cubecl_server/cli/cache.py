@@ -24,6 +24,7 @@ __all__ = ["add_cache_command", "named_entries", "parse_age", "parse_size"]
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
                "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_IR_NAME = re.compile(rb'\{"node":"Kernel","name":("(?:[^"\\]|\\.)*")')
 
 
 def parse_size(text: str) -> int:
@@ -202,14 +203,15 @@ def _own_name(head: EnvelopeHead | None) -> str:
         value = head.header.get(field)
         if isinstance(value, str) and value:
             return value
-    if head.payload_complete and head.payload_head.startswith(b'{"node":"Kernel"'):
-        try:
-            kernel = json.loads(head.payload_head)
-        except ValueError:
-            return "-"
-        name = kernel.get("name") if isinstance(kernel, dict) else None
-        return name if isinstance(name, str) and name else "-"
-    return "-"
+    # Stored IR is the kernel's JSON, which opens with its node and its name.
+    found = _IR_NAME.match(head.payload_head)
+    if found is None:
+        return "-"
+    try:
+        name = json.loads(found.group(1))
+    except ValueError:
+        return "-"
+    return name if isinstance(name, str) and name else "-"
 
 
 def _clear(args: argparse.Namespace) -> int:

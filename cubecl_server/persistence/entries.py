@@ -32,9 +32,11 @@ __all__ = [
 Origin = Literal["local", "imported"]
 _ORIGINS: tuple[Origin, ...] = get_args(Origin)
 
-HEAD_BYTES = 1 << 16
+HEAD_BYTES = 8 << 10
 """How much of each value :meth:`EntryStore.heads` reads by default: an envelope's
-header, and a small payload whole."""
+header (a few hundred bytes as backends write them), the start of its payload, and
+a small payload whole; not the artifacts themselves, so listing a large store stays
+cheap."""
 
 # Refreshing last_used must never make a read wait out a long writer.
 _TOUCH_BUSY_TIMEOUT_MS = 100
