@@ -48,7 +48,8 @@ from .reads import Path, Reads, fingerprint, resolve
 from .signature import KernelSignature
 from .source import code_location, quick_text
 
-__all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_version", "not_compiled"]
+__all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_sources", "language_version",
+           "not_compiled"]
 
 log = logger("lang")
 
@@ -68,15 +69,23 @@ _ELEMS = {e.value: e for e in ir.Elem}
 which a launch checks against the device, so that a warm process need not walk the IR."""
 
 
+def language_sources() -> list[FilePath]:
+    """The source files :func:`language_version` hashes: every module of the kernel
+    language and of the IR (:mod:`cubecl_server.ir`, a package), subpackages included."""
+    lang = FilePath(__file__).parent
+    return [path for root in (lang, FilePath(ir.__file__).parent)
+            for path in sorted(root.rglob("*.py"))]
+
+
 @cache
 def language_version() -> str:
     """A hash of what decides how the frontend reads a kernel: the sources of the
-    kernel language and of the IR, the package version and the Python version (its
-    ``ast``)."""
+    kernel language and of the IR (:func:`language_sources`), the package version and
+    the Python version (its ``ast``)."""
     h = hashlib.sha256(f"{__version__}|{sys.version_info[:2]}".encode())
-    lang = FilePath(__file__).parent
-    for path in [*sorted(lang.glob("*.py")), lang.parent / "ir.py"]:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    package = FilePath(__file__).parent.parent
+    for path in language_sources():
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 
