@@ -35,7 +35,7 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from cubecl_server import __version__, bounded, ir
-from cubecl_server.compiler.store import environment_database
+from cubecl_server.compiler.store import environment_database, read_entry
 from cubecl_server.config import config
 from cubecl_server.errors import CompilationError, StoreError
 from cubecl_server.ir_check import check_kernel
@@ -133,19 +133,8 @@ class _IrStore:
         corrupt (then purged)."""
         if self.broken:
             return None
-        try:
-            entry = self.db.get(NAMESPACE, key)
-        except StoreError as e:
-            self._fail("read", e)
-            return None
-        if entry is None:
-            return None
-        try:
-            d = decode_artifact(entry.value, namespace=NAMESPACE, key=key)
-        except CorruptEntry as e:
-            self.purge(key, str(e))
-            return None
-        return d.kind, d.header, d.payload
+        return read_entry(self.db, NAMESPACE, key, lambda d: (d.kind, d.header, d.payload),
+                          fail=self._fail, reject=lambda why: self.purge(key, why))
 
     def put(self, key: str, kind: str, header: dict[str, Any], payload: bytes) -> bool:
         """Store a value (first writer wins); whether the chain may go on from it:
