@@ -51,12 +51,12 @@ def source_key(source: bytes) -> str:
     return hashlib.sha256(source).hexdigest()
 
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
-def read_entry(db: SqliteStore, namespace: str, key: str, take: Callable[[DecodedArtifact], T],
+def read_entry(db: SqliteStore, namespace: str, key: str, take: Callable[[DecodedArtifact], _T],
                *, fail: Callable[[str, StoreError], None], reject: Callable[[str], None],
-               kind: tuple[str, str] | None = None) -> T | None:
+               kind: tuple[str, str] | None = None) -> _T | None:
     """The entry of ``db`` under ``namespace`` and ``key``, decoded and made into what
     ``take`` returns; None when it is absent, unreadable or corrupt.
 
