@@ -8,7 +8,7 @@ validation use launch geometry without reaching the kernel language
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from cubecl_server import ir
 from cubecl_server.id import KernelId
@@ -16,41 +16,59 @@ from cubecl_server.id import KernelId
 __all__ = ["CubeCount", "CubeDim", "CompiledKernel", "Launchable"]
 
 
-def _axes(value: object, what: str) -> tuple[int, ...]:
-    """``value`` as the axes of a launch geometry: an int, or a tuple of 1 to 3 ints."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,)
-    if isinstance(value, tuple) and 1 <= len(value) <= 3 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return value
-    raise TypeError(f"{what} must be a {what.title().replace('_', '')}, an int or a tuple "
-                    f"of 1 to 3 ints, got {type(value).__name__} {value!r}")
+_G = TypeVar("_G", bound="_Geometry")
 
 
 @dataclass(frozen=True)
-class CubeCount:
-    """How many cubes (work groups, blocks) a launch runs, per axis."""
+class _Geometry:
+    """Three axes of a launch geometry (what :class:`CubeCount` and :class:`CubeDim`
+    share); a subclass names itself as an argument (``_argument``) and the least an
+    axis may be (``_least``, with ``_rule`` its words)."""
 
     x: int
     y: int = 1
     z: int = 1
 
+    _argument: ClassVar[str]
+    _least: ClassVar[int]
+    _rule: ClassVar[str]
+
     def __post_init__(self) -> None:
         for axis in ("x", "y", "z"):
             v = getattr(self, axis)
-            if not isinstance(v, int) or v < 0:
-                raise ValueError(f"CubeCount.{axis} must be a non-negative int, got {v!r}")
+            if not isinstance(v, int) or v < self._least:
+                raise ValueError(f"{type(self).__name__}.{axis} must be a {self._rule} int, "
+                                 f"got {v!r}")
 
     @property
     def total(self) -> int:
-        """The number of cubes in all."""
+        """The product of the axes: the cubes in all of a CubeCount, the units in one
+        cube of a CubeDim."""
         return self.x * self.y * self.z
 
     @classmethod
-    def of(cls, value: CubeCount | int | tuple[int, ...]) -> CubeCount:
-        """``value`` as a CubeCount: one already, an int (``x``) or a tuple ``(x, y, z)``
-        of 1 to 3 ints; TypeError naming ``cube_count`` for anything else."""
-        return value if type(value) is cls else cls(*_axes(value, "cube_count"))
+    def of(cls: type[_G], value: _G | int | tuple[int, ...]) -> _G:
+        """``value`` as this geometry: one already, an int (``x``) or a tuple
+        ``(x, y, z)`` of 1 to 3 ints; TypeError naming the argument (``cube_count``,
+        ``cube_dim``) for anything else."""
+        if type(value) is cls:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls(value)
+        if isinstance(value, tuple) and 1 <= len(value) <= 3 and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return cls(*value)
+        raise TypeError(f"{cls._argument} must be a {cls.__name__}, an int or a tuple of 1 "
+                        f"to 3 ints, got {type(value).__name__} {value!r}")
+
+
+@dataclass(frozen=True)
+class CubeCount(_Geometry):
+    """How many cubes (work groups, blocks) a launch runs, per axis (each 0 or more)."""
+
+    _argument: ClassVar[str] = "cube_count"
+    _least: ClassVar[int] = 0
+    _rule: ClassVar[str] = "non-negative"
 
     @classmethod
     def cover(cls, n: int, cube_dim: CubeDim | int | tuple[int, ...]) -> CubeCount:
@@ -61,29 +79,12 @@ class CubeCount:
 
 
 @dataclass(frozen=True)
-class CubeDim:
-    """How many units (threads, work items) one cube has, per axis."""
+class CubeDim(_Geometry):
+    """How many units (threads, work items) one cube has, per axis (each 1 or more)."""
 
-    x: int
-    y: int = 1
-    z: int = 1
-
-    def __post_init__(self) -> None:
-        for axis in ("x", "y", "z"):
-            v = getattr(self, axis)
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"CubeDim.{axis} must be a positive int, got {v!r}")
-
-    @property
-    def total(self) -> int:
-        """The number of units in one cube."""
-        return self.x * self.y * self.z
-
-    @classmethod
-    def of(cls, value: CubeDim | int | tuple[int, ...]) -> CubeDim:
-        """``value`` as a CubeDim: one already, an int (``x``) or a tuple ``(x, y, z)``
-        of 1 to 3 ints; TypeError naming ``cube_dim`` for anything else."""
-        return value if type(value) is cls else cls(*_axes(value, "cube_dim"))
+    _argument: ClassVar[str] = "cube_dim"
+    _least: ClassVar[int] = 1
+    _rule: ClassVar[str] = "positive"
 
 
 @dataclass(frozen=True)

@@ -324,8 +324,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "a switch of environment keeps every loaded kernel"),
     # ---------------------------------------------------------------- the store
     Mutant("ST1", "store", "cubecl_server/compiler/store.py",
-           "            self.purge(key)\n            return None",
-           "            return None",
+           "key.digest[:16], why)\n        self.purge(key)\n",
+           "key.digest[:16], why)\n",
            "an artifact found under another key is a miss but is left in the store"),
     Mutant("ST2", "store", "cubecl_server/compiler/store.py",
            "return result not in (None, PutResult.CONFLICT, PutResult.READ_ONLY)",

@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import os
+import pkgutil
 import sqlite3
 import textwrap
 from pathlib import Path
@@ -29,7 +30,7 @@ from cubecl_server.client import ComputeClient, create_client
 from cubecl_server.compiler.store import environment_database
 from cubecl_server.lang import ABSOLUTE_POS, Array, CubeCount, CubeDim, KernelFunction, f32, kernel
 from cubecl_server.lang.frontend import parse_kernel
-from cubecl_server.lang.ircache import NAMESPACE
+from cubecl_server.lang.ircache import NAMESPACE, language_sources, language_version
 from cubecl_server.lang.reads import Reads, fingerprint, resolve
 from cubecl_server.persistence.codec import decode_artifact, encode_artifact
 
@@ -511,3 +512,23 @@ def test_stored_ir_a_backend_cannot_compile_is_purged_and_parsed_again(
     _launch(c)
     assert parsed == ["_axpb", "_axpb"]
     assert len([r for r in caplog.records if "stored IR" in r.getMessage()]) == 1
+
+
+def test_a_change_to_any_module_of_the_language_or_the_ir_is_a_new_language_version(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every first key hashes the language version: IR kept from before a change to the
+    frontend or to the IR's definition - any of its modules - is never served after it."""
+    packages = [ir, importlib.import_module("cubecl_server.lang")]
+    modules = [importlib.import_module(m.name) for package in packages
+               for m in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")]
+    files = {Path(str(m.__file__)) for m in [*packages, *modules]}
+    assert len([f for f in files if f.parent.name == "ir"]) > 1  # the IR is a package
+    assert files <= set(language_sources())
+    before = language_version.__wrapped__()
+    read = Path.read_bytes
+    for changed in sorted(files):
+        monkeypatch.setattr(Path, "read_bytes",
+                            lambda self, c=changed: read(self) + (b"#" if self == c else b""))
+        assert language_version.__wrapped__() != before, changed
+    monkeypatch.setattr(Path, "read_bytes", read)
+    assert language_version.__wrapped__() == before

@@ -6,9 +6,10 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from cubecl_server import __version__
 from cubecl_server.compiler.artifact import Artifact
@@ -17,7 +18,12 @@ from cubecl_server.config import config
 from cubecl_server.errors import StoreError
 from cubecl_server.logging import logger
 from cubecl_server.persistence import environment
-from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encode_artifact
+from cubecl_server.persistence.codec import (
+    CorruptEntry,
+    DecodedArtifact,
+    decode_artifact,
+    encode_artifact,
+)
 from cubecl_server.persistence.namespaces import artifact_prefix
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
 
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StoreNames", "ArtifactStore", "DriverCache", "compilation_store", "store_compiled",
-    "source_key", "environment_database",
+    "source_key", "environment_database", "read_entry",
 ]
 
 log = logger("compiler")
@@ -43,6 +49,49 @@ class StoreNames:
 def source_key(source: bytes) -> str:
     """The sources-map key of what ``ArtifactCompiler.source`` returned."""
     return hashlib.sha256(source).hexdigest()
+
+
+_T = TypeVar("_T")
+
+
+def read_entry(db: SqliteStore, namespace: str, key: str, take: Callable[[DecodedArtifact], _T],
+               *, fail: Callable[[str, StoreError], None], reject: Callable[[str], None],
+               kind: tuple[str, str] | None = None) -> _T | None:
+    """The entry of ``db`` under ``namespace`` and ``key``, decoded and made into what
+    ``take`` returns; None when it is absent, unreadable or corrupt.
+
+    A read that fails is handed to ``fail`` (with ``"read"``: the caller turns its
+    store off). A value that does not decode, is bound to another namespace or key, is
+    not of ``kind`` (its name in the envelope, and what a message calls it) or that
+    ``take`` refuses (raising CorruptEntry) is handed to ``reject`` with the reason,
+    which logs it and purges it: kept, it would be refused in every process.
+    """
+    try:
+        entry = db.get(namespace, key)
+    except StoreError as e:
+        fail("read", e)
+        return None
+    if entry is None:
+        return None
+    try:
+        d = decode_artifact(entry.value, namespace=namespace, key=key)
+        if kind is not None and d.kind != kind[0]:
+            raise CorruptEntry(f"a {d.kind!r} entry, not {kind[1]}")
+        return take(d)
+    except CorruptEntry as e:
+        reject(str(e))
+        return None
+
+
+def _artifact(d: DecodedArtifact) -> Artifact:
+    return Artifact(d.kind, d.payload, dict(d.header))
+
+
+def _pointer(d: DecodedArtifact) -> KernelCacheKey:
+    try:
+        return KernelCacheKey(d.payload.decode("ascii"))
+    except UnicodeDecodeError as e:
+        raise CorruptEntry(str(e)) from None
 
 
 _POINTER = "source-pointer"
@@ -95,22 +144,14 @@ class ArtifactStore:
     def _get_local(self, key: KernelCacheKey) -> Artifact | None:
         if self._broken:
             return None
-        try:
-            entry = self._db.get(self.kernels_namespace, key.digest)
-        except StoreError as e:
-            self._fail("read", e)
-            return None
-        if entry is None:
-            return None
-        try:
-            d = decode_artifact(entry.value, namespace=self.kernels_namespace, key=key.digest)
-        except CorruptEntry as e:
-            # Old format, damage, or a valid artifact of another kernel: never run it.
-            log.warning("stored artifact %s rejected (%s): purged, compiling again",
-                        key.digest[:16], e)
-            self.purge(key)
-            return None
-        return Artifact(d.kind, d.payload, dict(d.header))
+        return read_entry(self._db, self.kernels_namespace, key.digest, _artifact,
+                          fail=self._fail, reject=lambda why: self._reject(key, why))
+
+    def _reject(self, key: KernelCacheKey, why: str) -> None:
+        # Old format, damage, or a valid artifact of another kernel: never run it.
+        log.warning("stored artifact %s rejected (%s): purged, compiling again",
+                    key.digest[:16], why)
+        self.purge(key)
 
     def _get_remote(self, remote: RemoteTier, key: KernelCacheKey) -> Artifact | None:
         envelope = remote.fetch(self.kernels_namespace, key.digest)
@@ -129,7 +170,7 @@ class ArtifactStore:
                 self._db.put(self.kernels_namespace, key.digest, envelope, origin="imported")
             except StoreError as e:
                 self._fail("write", e)
-        return Artifact(d.kind, d.payload, dict(d.header))
+        return _artifact(d)
 
     def put(self, key: KernelCacheKey, artifact: Artifact) -> bool:
         """Store ``artifact`` under ``key`` (first writer wins); whether it was taken."""
@@ -179,27 +220,18 @@ class ArtifactStore:
         """The key the sources map names for a source key, if any."""
         if self._broken:
             return None
+        # Bound like an artifact: a pointer moved to another source would hand that
+        # source's kernel an artifact built from different code.
+        return read_entry(self._db, self.sources_namespace, source, _pointer,
+                          fail=self._fail, reject=lambda why: self._reject_pointer(source, why),
+                          kind=(_POINTER, "a source pointer"))
+
+    def _reject_pointer(self, source: str, why: str) -> None:
+        log.warning("source pointer %s rejected (%s): purged", source[:16], why)
         try:
-            entry = self._db.get(self.sources_namespace, source)
-        except StoreError as e:
-            self._fail("read", e)
-            return None
-        if entry is None:
-            return None
-        try:
-            # Bound like an artifact: a pointer moved to another source would hand
-            # that source's kernel an artifact built from different code.
-            d = decode_artifact(entry.value, namespace=self.sources_namespace, key=source)
-            if d.kind != _POINTER:
-                raise CorruptEntry(f"a {d.kind!r} entry, not a source pointer")
-            return KernelCacheKey(d.payload.decode("ascii"))
-        except (CorruptEntry, UnicodeDecodeError) as e:
-            log.warning("source pointer %s rejected (%s): purged", source[:16], e)
-            try:
-                self._db.delete(self.sources_namespace, source)
-            except StoreError as err:
-                self._fail("purge", err)
-            return None
+            self._db.delete(self.sources_namespace, source)
+        except StoreError as err:
+            self._fail("purge", err)
 
     def point_source(self, source: str, key: KernelCacheKey) -> None:
         """Make the sources map name ``key`` for ``source``.
@@ -251,22 +283,13 @@ class DriverCache:
         store, key = self._store, self.key(artifact)
         if store._broken:
             return None
-        try:
-            entry = store._db.get(self.namespace, key)
-        except StoreError as e:
-            store._fail("read", e)
-            return None
-        if entry is None:
-            return None
-        try:
-            d = decode_artifact(entry.value, namespace=self.namespace, key=key)
-            if d.kind != _DRIVER_DATA:
-                raise CorruptEntry(f"a {d.kind!r} entry, not driver data")
-        except CorruptEntry as e:
-            log.warning("driver cache data %s rejected (%s): purged", key[:16], e)
-            self.purge(artifact)
-            return None
-        return d.payload
+        return read_entry(store._db, self.namespace, key, lambda d: d.payload,
+                          fail=store._fail, reject=lambda why: self._reject(artifact, key, why),
+                          kind=(_DRIVER_DATA, "driver data"))
+
+    def _reject(self, artifact: Artifact, key: str, why: str) -> None:
+        log.warning("driver cache data %s rejected (%s): purged", key[:16], why)
+        self.purge(artifact)
 
     def update(self, artifact: Artifact, data: bytes) -> None:
         """Keep ``data`` as the driver's for ``artifact``, replacing what was kept

@@ -35,7 +35,7 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from cubecl_server import __version__, bounded, ir
-from cubecl_server.compiler.store import environment_database
+from cubecl_server.compiler.store import environment_database, read_entry
 from cubecl_server.config import config
 from cubecl_server.errors import CompilationError, StoreError
 from cubecl_server.ir_check import check_kernel
@@ -48,7 +48,8 @@ from .reads import Path, Reads, fingerprint, resolve
 from .signature import KernelSignature
 from .source import code_location, quick_text
 
-__all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_version", "not_compiled"]
+__all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_sources", "language_version",
+           "not_compiled"]
 
 log = logger("lang")
 
@@ -68,15 +69,23 @@ _ELEMS = {e.value: e for e in ir.Elem}
 which a launch checks against the device, so that a warm process need not walk the IR."""
 
 
+def language_sources() -> list[FilePath]:
+    """The source files :func:`language_version` hashes: every module of the kernel
+    language and of the IR (:mod:`cubecl_server.ir`, a package), subpackages included."""
+    lang = FilePath(__file__).parent
+    return [path for root in (lang, FilePath(ir.__file__).parent)
+            for path in sorted(root.rglob("*.py"))]
+
+
 @cache
 def language_version() -> str:
     """A hash of what decides how the frontend reads a kernel: the sources of the
-    kernel language and of the IR, the package version and the Python version (its
-    ``ast``)."""
+    kernel language and of the IR (:func:`language_sources`), the package version and
+    the Python version (its ``ast``)."""
     h = hashlib.sha256(f"{__version__}|{sys.version_info[:2]}".encode())
-    lang = FilePath(__file__).parent
-    for path in [*sorted(lang.glob("*.py")), lang.parent / "ir.py"]:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    package = FilePath(__file__).parent.parent
+    for path in language_sources():
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 
@@ -124,19 +133,8 @@ class _IrStore:
         corrupt (then purged)."""
         if self.broken:
             return None
-        try:
-            entry = self.db.get(NAMESPACE, key)
-        except StoreError as e:
-            self._fail("read", e)
-            return None
-        if entry is None:
-            return None
-        try:
-            d = decode_artifact(entry.value, namespace=NAMESPACE, key=key)
-        except CorruptEntry as e:
-            self.purge(key, str(e))
-            return None
-        return d.kind, d.header, d.payload
+        return read_entry(self.db, NAMESPACE, key, lambda d: (d.kind, d.header, d.payload),
+                          fail=self._fail, reject=lambda why: self.purge(key, why))
 
     def put(self, key: str, kind: str, header: dict[str, Any], payload: bytes) -> bool:
         """Store a value (first writer wins); whether the chain may go on from it:

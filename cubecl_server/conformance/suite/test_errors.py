@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cubecl_server import errors
+from cubecl_server import errors, ir
 from cubecl_server.client import ComputeClient
 from cubecl_server.conformance import kernels
 from cubecl_server.kernel import CubeCount, CubeDim
@@ -53,7 +53,7 @@ class TestErrorHandling:
         left, right, joined = (c.empty(N, np.float32) for _ in range(3))
         _fail_into(c, left)
         kernels.scale.launch(c, *ONE, src, right, 3.0)
-        kernels.binary("add", kernels.ir.Elem.F32).launch(c, *ONE, left, right, joined)
+        kernels.binary("add", ir.Elem.F32).launch(c, *ONE, left, right, joined)
         assert np.array_equal(c.read(right), np.arange(N, dtype=np.float32) * 3), (
             "the branch that did not fail computed a wrong result")
         with pytest.raises(errors.TaintedBufferError):

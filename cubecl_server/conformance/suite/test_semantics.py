@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cubecl_server import ir
 from cubecl_server.client import ComputeClient
 from cubecl_server.conformance import kernels
 from cubecl_server.conformance.support import check, cubes_for, random_size
@@ -237,7 +238,7 @@ class TestClampOrder:
         hi = np.where(cubecl_rng.random(n) < 0.5, lo - cubecl_rng.uniform(1, 50, n),
                       lo + cubecl_rng.uniform(1, 50, n)).astype(np.float32)
         out = c.empty(n, np.float32)
-        kernels.math3("clamp", kernels.ir.Elem.F32).launch(
+        kernels.math3("clamp", ir.Elem.F32).launch(
             c, cubes_for(n, DIM), CubeDim(DIM), c.create(x), c.create(lo), c.create(hi), out)
         check(c.read(out), np.minimum(np.maximum(x, lo), hi), "clamp(x, lo, hi) on f32, "
               "half of them with lo > hi (then min(max(x, lo), hi) is hi)", cubecl_seed,
