@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "cubecl_server"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

@@ -24,7 +24,7 @@ import pytest
 
 from cubecl_server.backend import _tiers
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 
 ALLOWED = ("cubecl_server.backend", "cubecl_server.ir", "cubecl_server.conformance")
 """The modules of the core a backend may import (and their submodules)."""

@@ -8,9 +8,9 @@ import sqlite3
 import sys
 from pathlib import Path
 
-import kernels
 import numpy as np
 import pytest
+from helpers import kernels
 
 from cubecl_server import __version__
 from cubecl_server.cli import main

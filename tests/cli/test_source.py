@@ -207,6 +207,6 @@ def test_core_prints_what_the_emitter_receives(
 
 def test_a_cube_dim_past_the_device_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["source", "--backend", "cpu", "--cube-dim", "5000",
-                 str(Path(__file__).parent.parent / "benchmarks" / "kernels.py") + ":saxpy"])
+                 str(Path(__file__).parents[2] / "benchmarks" / "kernels.py") + ":saxpy"])
     err = capsys.readouterr().err
     assert code == 1 and "max_cube_dim of 1024" in err, err

@@ -9,7 +9,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import marked_line
+from helpers.marks import marked_line
 
 from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.errors import LaunchError

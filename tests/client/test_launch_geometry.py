@@ -3,9 +3,9 @@ covering ``n`` elements; anything else is a TypeError naming the parameter."""
 
 from __future__ import annotations
 
-import kernels
 import numpy as np
 import pytest
+from helpers import kernels
 
 from cubecl_server.client import create_client
 from cubecl_server.lang import CubeCount, CubeDim

@@ -14,10 +14,10 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-import kernels
 import numpy as np
 import pytest
-from conftest import TESTS, last_json_line, run_python
+from helpers import kernels
+from helpers.processes import TESTS, last_json_line, run_python
 
 from cubecl_server.client import create_client, recording
 from cubecl_server.compiler import (
@@ -38,7 +38,7 @@ LAUNCH_SCALE = """
 import json, numpy as np
 from cubecl_server.lang import CubeCount, CubeDim
 from cubecl_server.client import create_client, recording
-import kernels
+from helpers import kernels
 c = create_client("cpu")
 a = c.create(np.arange(1000, dtype=np.float32)); out = c.empty(1000, np.float32)
 with recording(c) as recs:
@@ -169,7 +169,7 @@ EIGHT_WRITERS = """
 import numpy as np
 from cubecl_server.lang import CubeCount, CubeDim
 from cubecl_server.client import create_client
-import kernels
+from helpers import kernels
 c = create_client("cpu")
 a = c.create(np.arange(300, dtype=np.int32)); out = c.empty(300, np.int32)
 for k in range(50):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import kernels
 import numpy as np
 import pytest
+from helpers import kernels
 
 from cubecl_server.client import create_client, recording
 from cubecl_server.compiler import ArtifactStore, CompilationOutcome, KernelCacheKey

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_python
+from helpers.processes import run_python
 
 from cubecl_server.logging import configure_logging
 
@@ -11,7 +11,7 @@ LAUNCH = """
 import numpy as np
 from cubecl_server.lang import CubeCount, CubeDim
 from cubecl_server.client import create_client
-import kernels
+from helpers import kernels
 c = create_client("cpu")
 a = c.create(np.ones(10, np.float32)); out = c.empty(10, np.float32)
 kernels.scale.launch(c, CubeCount(1), CubeDim(16), a, out, 2.0)

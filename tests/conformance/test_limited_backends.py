@@ -1,18 +1,18 @@
 """A backend that declares less than it has passes the suite by skipping, each skip
-naming the capability, never by expected failures (``tests/wrong_backends``)."""
+naming the capability, never by expected failures (``tests/conformance/wrong_backends``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from test_conformance_wrong import _site
+from helpers.sites import wrong_backend_site
 
 from cubecl_server.conformance.runner import run_suite
 
 
 def test_a_backend_without_8_16_or_64_bit_integers_skips_what_needs_them(
         tmp_path: Path) -> None:
-    site = _site(tmp_path, "cubecl_limited", "cubecl-limited")
+    site = wrong_backend_site(tmp_path, "cubecl_limited", "cubecl-limited")
     run = run_suite("limited", ["-k", "test_arith or test_cast or test_large_array or "
                                 "test_select or test_scalar_parameter or TestSmallInts"],
                     env={"PYTHONPATH": str(site)})
@@ -43,7 +43,7 @@ def test_a_backend_without_8_16_or_64_bit_integers_skips_what_needs_them(
 
 def test_backends_without_shared_memory_or_barriers_skip_what_needs_them(
         tmp_path: Path) -> None:
-    site = _site(tmp_path, "cubecl_bare", "cubecl-bare")
+    site = wrong_backend_site(tmp_path, "cubecl_bare", "cubecl-bare")
     select = ("TestCompileOnly or TestKernelSet or TestWeakIntegers or TestSharedBounds "
               "or TestPlane")
     lacks = {"no_shared": "shared memory of", "no_barrier": "barriers (sync_cube"}

@@ -1,6 +1,6 @@
 """Deliberately wrong backends fail the conformance suite, pointing at their fault.
 
-Each backend of ``tests/wrong_backends`` is installed as a distribution through a
+Each backend of ``tests/conformance/wrong_backends`` is installed as a distribution through a
 hand-written ``.dist-info`` on ``PYTHONPATH`` and run through the suite in a fresh
 process: each fault fails the test that names it, with a message that says what the
 backend did, and the tests it has nothing to do with still pass; a backend that cannot
@@ -10,39 +10,18 @@ compile the trivial kernel fails the smoke test alone.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers.sites import wrong_backend_site
 
 from cubecl_server.conformance.runner import SuiteRun, run_suite
 
-WRONG = Path(__file__).parent / "wrong_backends"
-
-
-def _site(root: Path, module: str, dist: str, hooks: dict[str, str] | None = None) -> Path:
-    """A site directory installing ``module``; ``hooks`` (backend -> module) become
-    entry points of the group ``cubecl_server.conformance``."""
-    site = root / "site"
-    site.mkdir()
-    for name in [module, "cubecl_wrong_common", *(hooks or {}).values()]:
-        shutil.copy(WRONG / f"{name}.py", site)
-    info = site / f"{dist.replace('-', '_')}-0.0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.0.1\n")
-    entry_points = f"[cubecl_server]\n{module} = {module}\n"
-    if hooks:
-        entry_points += "[cubecl_server.conformance]\n" + "".join(
-            f"{backend} = {name}\n" for backend, name in hooks.items())
-    (info / "entry_points.txt").write_text(entry_points)
-    (info / "top_level.txt").write_text(f"{module}\n")
-    return site
-
 
 def _run(tmp_path: Path, module: str, dist: str, backend: str, select: str) -> SuiteRun:
-    site = _site(tmp_path, module, dist)
+    site = wrong_backend_site(tmp_path, module, dist)
     return run_suite(backend, ["-k", select], env={"PYTHONPATH": str(site)})
 
 
@@ -78,7 +57,7 @@ def test_store_that_drops_artifacts_fails_the_warm_paths(tmp_path: Path, select:
 
 
 def test_cli_applies_the_expected_failures_the_backend_declares(tmp_path: Path) -> None:
-    site = _site(tmp_path, "cubecl_wrong_add", "cubecl-wrong-add",
+    site = wrong_backend_site(tmp_path, "cubecl_wrong_add", "cubecl-wrong-add",
                  hooks={"wrong_add": "cubecl_wrong_add_conformance"})
     done = subprocess.run(
         [sys.executable, "-m", "cubecl_server.cli", "conformance", "wrong_add", "-rx", "-k",
@@ -142,7 +121,7 @@ def test_each_fault_fails_the_test_that_names_it(tmp_path: Path, module: str, ba
 
 
 def test_a_backend_that_cannot_compile_fails_once_and_skips_the_rest(tmp_path: Path) -> None:
-    site = _site(tmp_path, "cubecl_broken", "cubecl-broken")
+    site = wrong_backend_site(tmp_path, "cubecl_broken", "cubecl-broken")
     run = run_suite("broken", env={"PYTHONPATH": str(site)})
     assert run.returncode == 1, run.output[-3000:]
     failed = run.with_outcome("failed") + run.with_outcome("error")

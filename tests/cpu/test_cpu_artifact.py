@@ -12,9 +12,9 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-import kernels as test_kernels
 import numpy as np
 import pytest
+from helpers import kernels as test_kernels
 
 from cubecl_server import ir
 from cubecl_server.backends.cpu import compiler as cpu_compiler
@@ -59,7 +59,7 @@ def _extras() -> ir.Kernel:
 
 @cache
 def corpus() -> tuple[tuple[str, str], ...]:
-    """(name, source) of every kernel of the conformance set and of ``tests/kernels.py``
+    """(name, source) of every kernel of the conformance set and of ``tests/helpers/kernels.py``
     the cpu compiler lowers, in both modes, and of :func:`_extras`.
 
     The factories are tried with every operator and element type; the combinations
@@ -168,7 +168,7 @@ def test_loaded_kernel_sees_no_builtins_and_only_allowed_names() -> None:
 
 @cache
 def _scale_source() -> str:
-    """The generated source of ``tests/kernels.py``'s scale, the base of every payload."""
+    """The generated source of ``tests/helpers/kernels.py``'s scale, the base of every payload."""
     return CpuCompiler().compile(test_kernels.scale.ir(), CubeDim(64),
                                  ExecutionMode.CHECKED).source
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 GUIDE = ROOT / "docs" / "writing-a-backend.md"
 EXAMPLE = ROOT / "examples" / "cubecl-example"
 
@@ -28,7 +28,7 @@ def test_every_example_file_is_in_the_guide_as_it_is() -> None:
 
 def test_guide_names_every_hook_of_the_specification() -> None:
     """The guide names every hook and leaves their specification to docs/hooks.md,
-    which shows the hookspecs themselves (tests/test_plugins.py)."""
+    which shows the hookspecs themselves (tests/plugins/test_plugins.py)."""
     from cubecl_server.plugins import hookspecs
 
     text = GUIDE.read_text()

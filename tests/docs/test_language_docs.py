@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 PAGE = ROOT / "docs" / "language.md"
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)

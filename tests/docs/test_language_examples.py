@@ -25,7 +25,7 @@ from cubecl_server.client import create_client
 from cubecl_server.errors import KernelSyntaxError
 from cubecl_server.lang.function import KernelFunction
 
-PAGE = Path(__file__).parent.parent / "docs" / "language.md"
+PAGE = Path(__file__).parents[2] / "docs" / "language.md"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 
 FRAGMENTS = {

@@ -180,7 +180,7 @@ SUBPROCESS = textwrap.dedent("""
 
 def test_digest_is_stable_across_processes() -> None:
     here = Path(__file__)
-    root = here.parent.parent
+    root = here.parents[2]
     digests = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed,
@@ -388,7 +388,7 @@ def test_elem_properties() -> None:
 
 def test_ir_reference_mentions_every_name() -> None:
     """docs/ir.md names every node class and every enum member, so it cannot drift."""
-    text = (Path(__file__).resolve().parent.parent / "docs" / "ir.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "ir.md").read_text()
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
     node_classes = [getattr(ir, n) for n in ir.__all__
                     if isinstance(getattr(ir, n), type) and dataclasses.is_dataclass(

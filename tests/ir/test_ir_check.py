@@ -7,8 +7,8 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import kernels as test_kernels
 import pytest
+from helpers import kernels as test_kernels
 
 from cubecl_server import ir
 from cubecl_server.backends.cpu.compiler import CpuCompiler

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import marked_line
+from helpers.marks import marked_line
 
 from cubecl_server.errors import KernelSyntaxError
 from cubecl_server.lang import ABSOLUTE_POS, Array, Comptime, cube_fn, f32, parse_kernel, u32

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import marked_line
+from helpers.marks import marked_line
 
 import cubecl_server.lang as cl
 from cubecl_server.errors import KernelSyntaxError

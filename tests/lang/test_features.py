@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import marked_line
+from helpers.marks import marked_line
 
 from cubecl_server import ir
 from cubecl_server.client import create_client

@@ -1,7 +1,7 @@
 """f32 atomics past add/max/min: ``atomic_sub`` (the addition of the negation),
 ``atomic_exchange`` and ``atomic_store`` (an IR ``EXCHANGE``, a compare-exchange loop on
 the bits where the target lacks it) and ``atomic_load`` (an addition of -0.0, which
-changes no value), against NumPy on the cpu backend (tests/test_passes.py runs the
+changes no value), against NumPy on the cpu backend (tests/lowering/test_passes.py runs the
 loop a target without an f32 exchange gets)."""
 
 from __future__ import annotations

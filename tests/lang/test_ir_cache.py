@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import last_json_line, run_python
+from helpers.processes import last_json_line, run_python
 
 import cubecl_server.lang.frontend as frontend
 from cubecl_server import ir

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from passkit import POS, UNCHECKED, Seeded, kern, ld, nodes, run
+from helpers.passkit import POS, UNCHECKED, Seeded, kern, ld, nodes, run
 
 from cubecl_server import ir
 from cubecl_server.conformance import mathspec as spec

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from passkit import (
+from helpers.passkit import (
     CHECKED,
     POS,
     UNCHECKED,

@@ -1,6 +1,6 @@
 """Plugin discovery, isolation, selection and precedence, through real distributions.
 
-Each test writes the fixture plugins of ``tests/plugin_fixtures`` into a temporary
+Each test writes the fixture plugins of ``tests/plugins/fixtures`` into a temporary
 directory beside hand-written ``.dist-info`` folders, so importlib-metadata finds
 them as installed distributions, and runs a fresh interpreter with that directory
 on ``PYTHONPATH``: discovery happens once per process, as it does for a user.
@@ -26,8 +26,8 @@ import pytest
 from cubecl_server.cli import main
 from cubecl_server.plugins import hookspecs
 
-FIXTURES = Path(__file__).parent / "plugin_fixtures"
-DOCS = Path(__file__).parent.parent / "docs" / "hooks.md"
+FIXTURES = Path(__file__).parent / "fixtures"
+DOCS = Path(__file__).parents[2] / "docs" / "hooks.md"
 PLUGIN_ENV = ("CUBECL_PLUGINS", "CUBECL_DISABLE_PLUGINS", "CUBECL_STRICT_PLUGINS")
 
 
@@ -320,7 +320,7 @@ RAISING_CLIENTS = """
 
 def test_a_plugin_whose_compiler_hook_raises_takes_no_backend_down(tmp_path: Path) -> None:
     site = make_site(tmp_path, {"good": GOOD, "raising": RAISING})
-    shutil.copy(Path(__file__).parent / "kernels.py", site)
+    shutil.copy(Path(__file__).parents[1] / "helpers" / "kernels.py", site)
     assert run_script(site, RAISING_CLIENTS) == {"cpu": [0.0, 2.0, 4.0, 6.0, 8.0],
                                                  "fixture": "FixtureCompiler"}
     rows = list_backends(site)
@@ -381,7 +381,7 @@ print(json.dumps([cubecl_fixture_observer.seen, c.read(out).tolist()]))
 @pytest.mark.parametrize("raises", [False, True])
 def test_observer_hooks_see_each_record_then_the_batch(tmp_path: Path, raises: bool) -> None:
     site = make_site(tmp_path, {"observer": OBSERVER})
-    shutil.copy(Path(__file__).parent / "kernels.py", site)
+    shutil.copy(Path(__file__).parents[1] / "helpers" / "kernels.py", site)
     done = run_python(site, ["-c", OBSERVED_LAUNCH],
                       {"FIXTURE_OBSERVER_RAISES": "1"} if raises else None)
     assert done.returncode == 0, done.stderr

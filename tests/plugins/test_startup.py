@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import last_json_line, run_python
+from helpers.processes import last_json_line, run_python
 
 PLUGINS = ("cubecl_opencl", "cubecl_vulkan", "cubecl_cuda", "cubecl_example", "cubecl_c")
 """The installed plugins' packages: each may be imported by discovery, as its package

@@ -13,13 +13,13 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-import kernels
 import numpy as np
 import pytest
-from conftest import last_json_line, run_python
+from helpers import kernels
+from helpers.bundles import SECRET, run_cli, run_workload
+from helpers.processes import last_json_line, run_python
 
 from cubecl_server import launched
-from cubecl_server.cli import main
 from cubecl_server.cli.bundle import NOT_APPLICABLE
 from cubecl_server.client import create_client
 from cubecl_server.compiler import environment_database
@@ -37,51 +37,7 @@ from cubecl_server.persistence.bundle import (
 from cubecl_server.persistence.signing import Secret
 from cubecl_server.tune import KernelSpec, Tunable, TunableSet, local_tuner
 
-SECRET = "fleet-secret-for-the-bundle-tests"
 OTHER = "somebody-else-who-has-not-the-key"
-
-# Runs two kernels on uneven sizes and edge values, checks them against NumPy, and
-# prints the outcome of every kernel it obtained.
-WORKLOAD = """
-import json
-import numpy as np
-import kernels
-from cubecl_server.client import create_client, recording
-from cubecl_server.kernel import CubeCount, CubeDim
-
-rng = np.random.default_rng({seed})
-n = 1003
-a = rng.standard_normal(n).astype(np.float32)
-a[:5] = [np.inf, -np.inf, -0.0, 3.4e38, 1e-45]
-b = rng.integers(-2**31, 2**31 - 8, n, dtype=np.int32)
-c = create_client("cpu")
-with recording(c) as recs:
-    out = c.empty(n, np.float32)
-    kernels.scale.launch(c, CubeCount(-(-n // 64)), CubeDim(64), c.create(a), out, -2.5)
-    scaled = c.read(out)
-    outi = c.empty(n, np.int32)
-    kernels.add_const.launch(c, CubeCount(-(-n // 128)), CubeDim(128), c.create(b), outi,
-                             C=7)
-    added = c.read(outi)
-ok = bool(np.array_equal(scaled, a * np.float32(-2.5)) and np.array_equal(added, b + 7))
-print(json.dumps({{"ok": ok, "outcomes": {{r.kernel: r.outcome.value for r in recs}}}}))
-"""
-
-
-def _run(cache: Path, seed: int, **env: str) -> dict[str, object]:
-    proc = run_python(WORKLOAD.format(seed=seed),
-                      env={"CUBECL_CACHE_DIR": str(cache), "CUBECL_STORE_SECRET": SECRET,
-                           "CUBECL_BACKEND": "cpu", **env})
-    report = last_json_line(proc)
-    assert report["ok"], f"the workload computed a wrong result: {report}"
-    return report
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    capsys.readouterr()
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 @pytest.fixture
@@ -96,11 +52,11 @@ def exported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, secret: Secret,
     """A bundle of what the workload launched on one machine, exported by the command;
     the current environment is left on a second, empty machine."""
     first, collection = tmp_path / "first", tmp_path / "launched.json"
-    report = _run(first, 1, CUBECL_LAUNCHED=str(collection))
+    report = run_workload(first, 1, CUBECL_LAUNCHED=str(collection))
     assert set(report["outcomes"].values()) == {"compiled"}, report
     monkeypatch.setenv("CUBECL_CACHE_DIR", str(first))
     bundle = tmp_path / "workload.bundle"
-    code, out = _cli(capsys, "bundle", "export", str(bundle), "--launched", str(collection))
+    code, out = run_cli(capsys, "bundle", "export", str(bundle), "--launched", str(collection))
     assert code == 0, out
     assert "wrote 2 entries" in out, out
     monkeypatch.setenv("CUBECL_CACHE_DIR", str(tmp_path / "second"))
@@ -135,20 +91,20 @@ def _rewrite(bundle: Path, key: str, value: bytes, manifest_too: Secret | None =
 
 def test_fresh_machine_with_the_bundle_compiles_nothing(
         exported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _cli(capsys, "bundle", "import", str(exported))
+    code, out = run_cli(capsys, "bundle", "import", str(exported))
     assert (code, "imported 2 entries, 0 already here, 0 rejected" in out) == (0, True), out
     rows = list(SqliteStore.open(environment_database()).keys())
     assert {r.origin for r in rows} == {"imported"} and len(rows) == 2
-    report = _run(tmp_path / "second", 2)
+    report = run_workload(tmp_path / "second", 2)
     assert report["outcomes"] == {"scale": "loaded", "add_const": "loaded"}, report
     # Importing again adds nothing and changes nothing.
-    code, out = _cli(capsys, "bundle", "import", str(exported))
+    code, out = run_cli(capsys, "bundle", "import", str(exported))
     assert (code, "imported 0 entries, 2 already here" in out) == (0, True), out
 
 
 def test_ls_and_verify_show_the_manifest(
         exported: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _cli(capsys, "bundle", "ls", str(exported), "--json")
+    code, out = run_cli(capsys, "bundle", "ls", str(exported), "--json")
     assert code == 0, out
     listed = json.loads(out)
     assert listed["backend"] == "cpu" and listed["signature"] is True
@@ -159,7 +115,7 @@ def test_ls_and_verify_show_the_manifest(
     for entry, (_, _, value) in zip(sorted(listed["entries"], key=lambda e: e["key"]),
                                     _entries(exported), strict=True):
         assert (entry["checksum"], entry["size"]) == (checksum(value), len(value))
-    code, out = _cli(capsys, "bundle", "verify", str(exported))
+    code, out = run_cli(capsys, "bundle", "verify", str(exported))
     assert (code, "manifest signature: valid" in out, "2 of 2 entries sound" in out) \
         == (0, True, True), out
 
@@ -168,12 +124,12 @@ def test_a_corrupt_entry_is_rejected_and_its_kernel_compiles(
         exported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (_, key, value), *_ = _entries(exported)
     _rewrite(exported, key, _flip(value))
-    code, out = _cli(capsys, "bundle", "verify", str(exported))
+    code, out = run_cli(capsys, "bundle", "verify", str(exported))
     assert code == 1 and "do not match the manifest" in out, out
-    code, out = _cli(capsys, "bundle", "import", str(exported))
+    code, out = run_cli(capsys, "bundle", "import", str(exported))
     assert code == 1 and "imported 1 entries, 0 already here, 1 rejected" in out, out
     assert f"{key[:16]}: its bytes do not match the manifest's checksum" in out, out
-    outcomes = _run(tmp_path / "second", 3)["outcomes"]
+    outcomes = run_workload(tmp_path / "second", 3)["outcomes"]
     assert sorted(outcomes.values()) == ["compiled", "loaded"], outcomes
 
 
@@ -184,12 +140,12 @@ def test_a_manifest_that_lies_about_checksums(
     # Rewritten by someone without the key: the manifest's signature fails, nothing
     # is imported (and with --trust, its checksums do not match the entries).
     _rewrite(exported, key, forged, manifest_too=Secret(OTHER.encode(), "other"))
-    code, out = _cli(capsys, "bundle", "import", str(exported))
+    code, out = run_cli(capsys, "bundle", "import", str(exported))
     assert code == 1 and "signature was not made with this fleet's secret" in out, out
     assert list(SqliteStore.open(environment_database()).keys()) == []
     # Signed by a key holder, the lie is caught by the entry's own signature.
     _rewrite(exported, key, forged, manifest_too=secret)
-    code, out = _cli(capsys, "bundle", "import", str(exported))
+    code, out = run_cli(capsys, "bundle", "import", str(exported))
     assert code == 1 and f"{key[:16]}: signature fails" in out, out
     assert [r.key for r in SqliteStore.open(environment_database()).keys()] != [key]
 
@@ -203,11 +159,11 @@ def test_entries_written_without_the_key_are_never_loaded(
     _rewrite(exported, key, evil, manifest_too=secret)
     _rewrite(exported, key2, Secret(OTHER.encode(), "other").sign(
         encode_artifact("py-code", {}, b"x", namespace=ns2, key=key2)), manifest_too=secret)
-    code, out = _cli(capsys, "bundle", "import", str(exported))
+    code, out = run_cli(capsys, "bundle", "import", str(exported))
     assert code == 1 and "imported 0 entries, 0 already here, 2 rejected" in out, out
     assert f"{key[:16]}: signature fails: unsigned" in out, out
     assert f"{key2[:16]}: signature fails: its signature was not made" in out, out
-    assert set(_run(tmp_path / "second", 4)["outcomes"].values()) == {"compiled"}
+    assert set(run_workload(tmp_path / "second", 4)["outcomes"].values()) == {"compiled"}
 
 
 def test_a_bundle_for_another_variant_or_build_changes_nothing(
@@ -221,7 +177,7 @@ def test_a_bundle_for_another_variant_or_build_changes_nothing(
                    Target("cpu", real.variant, "0" * 64)):
         other = tmp_path / "other.bundle"
         export_bundle(other, store, target, places, secret)
-        code, out = _cli(capsys, "bundle", "import", str(other))
+        code, out = run_cli(capsys, "bundle", "import", str(other))
         assert code == NOT_APPLICABLE and "not applicable" in out, out
         assert list(SqliteStore.open(environment_database()).keys()) == []
 
@@ -230,11 +186,11 @@ def test_unsigned_imports_need_trust_and_a_secret_to_export(
         exported: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("CUBECL_STORE_SECRET")
-    code, out = _cli(capsys, "bundle", "import", str(exported))
+    code, out = run_cli(capsys, "bundle", "import", str(exported))
     assert code == 1 and "no secret to check its signature with" in out, out
-    code, out = _cli(capsys, "bundle", "import", str(exported), "--trust")
+    code, out = run_cli(capsys, "bundle", "import", str(exported), "--trust")
     assert code == 0 and "imported 2 entries" in out and "--trust" in out, out
-    code, out = _cli(capsys, "bundle", "export", str(exported) + ".2")
+    code, out = run_cli(capsys, "bundle", "export", str(exported) + ".2")
     assert code == 1 and "a bundle is signed: set CUBECL_STORE_SECRET" in out, out
 
 
@@ -320,7 +276,7 @@ def test_a_tuned_workload_ships_its_tuning(
                            secret)
     assert len(report.imported) == len(manifest.entries) and not report.problems
     proc = run_python(
-        "import json, numpy as np, kernels\n"
+        "import json, numpy as np\nfrom helpers import kernels\n"
         "from cubecl_server.client import create_client, recording\n"
         "from cubecl_server.tune import KernelSpec, Tunable, TunableSet, local_tuner\n"
         "def scale_by(dim):\n"

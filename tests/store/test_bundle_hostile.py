@@ -14,7 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from test_bundle import SECRET, _cli, _run
+from helpers.bundles import SECRET, run_cli, run_workload
 
 from cubecl_server.persistence.bundle import (
     MAX_STEPS,
@@ -88,7 +88,7 @@ def test_a_hostile_file_is_refused_before_anything_runs(
     assert "nothing in it is read" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     if command == "import":
-        report = _run(tmp_path / "machine", 3)
+        report = run_workload(tmp_path / "machine", 3)
         assert set(report["outcomes"].values()) == {"compiled"}, report
 
 
@@ -121,5 +121,5 @@ def test_an_entry_larger_than_the_manifest_says_is_not_read(
         conn.execute("INSERT INTO entries VALUES ('cpu/x/kernels', ?, zeroblob(1000000))",
                      ("k" * 64,))
     monkeypatch.setenv("CUBECL_STORE_SECRET", SECRET)
-    code, out = _cli(capsys, "bundle", "verify", str(bundle))
+    code, out = run_cli(capsys, "bundle", "verify", str(bundle))
     assert code == 1 and f"it is 1000000 bytes, the manifest says {_HUGE}" in out, out

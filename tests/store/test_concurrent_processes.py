@@ -1,6 +1,6 @@
 """Many processes on one store at once, on the built-in cpu backend.
 
-The conformance suite (test_conformance_cpu.py runs it) holds cpu to 8 processes x
+The conformance suite (tests/conformance/test_suite_on_cpu.py runs it) holds cpu to 8 processes x
 40 kernels x 2 waves; this runs the same check here, in this process's pytest run,
 and then reads what the processes recorded: each launch of a kernel a process did
 not yet hold is recorded in the environment's database, so the 640 records are

@@ -482,7 +482,7 @@ def test_not_a_database_is_moved_aside(tmp_path: Path, first_use: str) -> None:
     path = tmp_path / "cubecl.sqlite3"
     garbage = b"this is not SQLite at all, only garbage bytes " * 20
     path.write_bytes(garbage)
-    # Found at open or by any method's first connection alike (tests/test_store_trust.py
+    # Found at open or by any method's first connection alike (tests/store/test_store_trust.py
     # has the other kinds of damage, and processes finding it together).
     store = SqliteStore.open(path) if first_use == "open" else SqliteStore(path)
     assert store.get("ns", "k") is None

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import last_json_line, run_python
-from test_redis_tier import SECRET, WORKLOAD, _machine, _scale, _tier_warnings
+from helpers.processes import last_json_line, run_python
+from helpers.redis_tier import SECRET, WORKLOAD, launch_scale, machine_client, tier_warnings
 
 from cubecl_server.persistence import remote
 
@@ -147,9 +147,9 @@ def test_a_reply_larger_than_the_limit_is_cut_off(
         monkeypatch.setattr(remote, "MAX_REPLY", 64 << 10)
         monkeypatch.setenv("CUBECL_STORE_URL", server.url())
         monkeypatch.setenv("CUBECL_STORE_SECRET", SECRET)
-        c = _machine(tmp_path / "one", monkeypatch)
-        assert [_scale(c, d) for d in (32, 64)] == ["compiled"] * 2
-        [warning] = _tier_warnings(caplog, "off for this process")
+        c = machine_client(tmp_path / "one", monkeypatch)
+        assert [launch_scale(c, d) for d in (32, 64)] == ["compiled"] * 2
+        [warning] = tier_warnings(caplog, "off for this process")
         assert f"a reply of more than {64 << 10} bytes" in warning, warning
     finally:
         server.close()

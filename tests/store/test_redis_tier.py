@@ -15,20 +15,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernels
-import numpy as np
 import pytest
 import redis
-from conftest import last_json_line, run_python
+from helpers.processes import last_json_line, run_python
+from helpers.redis_tier import SECRET, WORKLOAD, launch_scale, machine_client, tier_warnings
 
-from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.config import reload_config
-from cubecl_server.kernel import CubeCount, CubeDim
 from cubecl_server.persistence import decode_artifact, encode_artifact
 from cubecl_server.persistence.remote import shared_tier
 from cubecl_server.persistence.signing import Secret
 
-SECRET = "fleet-secret-for-the-redis-tests"
 PASSWORD = "redis-password-for-the-tests"
 
 
@@ -112,60 +108,6 @@ def shared(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> RedisS
     return redis_server
 
 
-def _machine(root: Path, monkeypatch: pytest.MonkeyPatch, backend: str = "cpu"
-             ) -> ComputeClient:
-    """A client on a machine whose local cache is ``root`` (empty when new)."""
-    monkeypatch.setenv("CUBECL_CACHE_DIR", str(root))
-    reload_config()
-    return create_client(backend)
-
-
-def _scale(c: ComputeClient, dim: int, n: int = 1003, k: float = -1.5) -> str:
-    """Launch ``scale`` with cubes of ``dim`` on fresh data with edge values, check it
-    against NumPy, and return how the kernel was obtained."""
-    rng = np.random.default_rng(dim)
-    a = rng.standard_normal(n).astype(np.float32)
-    a[:4] = [np.inf, -0.0, 3.0e38, -1e-45]
-    out = c.empty(n, np.float32)
-    with recording(c) as recs, np.errstate(over="ignore"):
-        kernels.scale.launch(c, CubeCount(-(-n // dim)), CubeDim(dim), c.create(a), out, k)
-    got = c.read(out)
-    with np.errstate(over="ignore"):
-        want = a * np.float32(k)
-    assert np.array_equal(got, want), f"scale in cubes of {dim} is wrong"
-    return recs[0].outcome.value if recs else "held"
-
-
-def _tier_warnings(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.levelno == logging.WARNING and text in r.getMessage()]
-
-
-WORKLOAD = """
-import json
-import numpy as np
-import kernels
-from cubecl_server.client import create_client, recording
-from cubecl_server.kernel import CubeCount, CubeDim
-
-rng = np.random.default_rng({seed})
-n = 1003
-a = rng.standard_normal(n).astype(np.float32)
-a[:3] = [np.inf, -0.0, 1e-45]
-b = rng.integers(-2**31, 2**31 - 8, n, dtype=np.int32)
-c = create_client({backend!r})
-with recording(c) as recs:
-    out = c.empty(n, np.float32)
-    kernels.scale.launch(c, CubeCount(-(-n // 64)), CubeDim(64), c.create(a), out, 0.75)
-    scaled = c.read(out)
-    outi = c.empty(n, np.int32)
-    kernels.add_const.launch(c, CubeCount(-(-n // 32)), CubeDim(32), c.create(b), outi, C=-9)
-    added = c.read(outi)
-ok = bool(np.array_equal(scaled, a * np.float32(0.75)) and np.array_equal(added, b - 9))
-print(json.dumps({{"ok": ok, "outcomes": [r.outcome.value for r in recs]}}))
-"""
-
-
 @pytest.mark.parametrize("backend", ["cpu", "opencl", "vulkan"])
 def test_second_machine_compiles_nothing(backend: str, redis_server: RedisServer,
                                          tmp_path: Path) -> None:
@@ -183,8 +125,8 @@ def test_second_machine_compiles_nothing(backend: str, redis_server: RedisServer
 
 def test_remote_hit_is_kept_locally_and_values_are_signed_envelopes(
         shared: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = _machine(tmp_path / "one", monkeypatch)
-    assert _scale(first, 64) == "compiled"
+    first = machine_client(tmp_path / "one", monkeypatch)
+    assert launch_scale(first, 64) == "compiled"
     [key] = shared.client().keys("*")
     value = shared.client().get(key)
     assert value is not None
@@ -193,36 +135,36 @@ def test_remote_hit_is_kept_locally_and_values_are_signed_envelopes(
     assert store is not None
     digest = key.decode().rsplit(":", 1)[1]
     assert decode_artifact(envelope, namespace=store.kernels_namespace, key=digest).payload
-    second = _machine(tmp_path / "two", monkeypatch)
-    assert _scale(second, 64) == "loaded"
+    second = machine_client(tmp_path / "two", monkeypatch)
+    assert launch_scale(second, 64) == "loaded"
     # The remote hit went into the local store: with Redis gone, a third client of
     # this machine still loads it.
     shared.proc.kill()
     shared.proc.wait()
-    assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "loaded"
+    assert launch_scale(machine_client(tmp_path / "two", monkeypatch), 64) == "loaded"
 
 
 def test_redis_killed_mid_run_turns_the_tier_off_once(
         shared: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
-    c = _machine(tmp_path / "one", monkeypatch)
-    assert _scale(c, 64) == "compiled"
+    c = machine_client(tmp_path / "one", monkeypatch)
+    assert launch_scale(c, 64) == "compiled"
     shared.proc.kill()
     shared.proc.wait()
-    assert [_scale(c, d) for d in (32, 128, 256)] == ["compiled"] * 3
-    assert [_scale(c, d) for d in (32, 64)] == ["held", "held"]
-    assert len(_tier_warnings(caplog, "off for this process")) == 1, caplog.text
+    assert [launch_scale(c, d) for d in (32, 128, 256)] == ["compiled"] * 3
+    assert [launch_scale(c, d) for d in (32, 64)] == ["held", "held"]
+    assert len(tier_warnings(caplog, "off for this process")) == 1, caplog.text
 
 
 def test_a_server_that_stops_answering_times_out_once(
         shared: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
-    c = _machine(tmp_path / "one", monkeypatch)
+    c = machine_client(tmp_path / "one", monkeypatch)
     os.kill(shared.proc.pid, signal.SIGSTOP)
-    assert [_scale(c, d) for d in (32, 64, 128)] == ["compiled"] * 3
-    [warning] = _tier_warnings(caplog, "off for this process")
+    assert [launch_scale(c, d) for d in (32, 64, 128)] == ["compiled"] * 3
+    [warning] = tier_warnings(caplog, "off for this process")
     assert "Timeout" in warning, warning
 
 
@@ -232,9 +174,9 @@ def test_a_wrong_password_turns_the_tier_off_once(
     caplog.set_level(logging.WARNING)
     monkeypatch.setenv("CUBECL_STORE_URL", redis_server.url("not-the-password"))
     monkeypatch.setenv("CUBECL_STORE_SECRET", SECRET)
-    c = _machine(tmp_path / "one", monkeypatch)
-    assert [_scale(c, d) for d in (32, 64)] == ["compiled"] * 2
-    [warning] = _tier_warnings(caplog, "off for this process")
+    c = machine_client(tmp_path / "one", monkeypatch)
+    assert [launch_scale(c, d) for d in (32, 64)] == ["compiled"] * 2
+    [warning] = tier_warnings(caplog, "off for this process")
     assert "not-the-password" not in caplog.text and ":***@" in warning, warning
     assert redis_server.client().dbsize() == 0
 
@@ -245,10 +187,10 @@ def test_no_secret_no_tier(redis_server: RedisServer, tmp_path: Path,
     caplog.set_level(logging.WARNING)
     monkeypatch.setenv("CUBECL_STORE_URL", redis_server.url())
     monkeypatch.delenv("CUBECL_STORE_SECRET", raising=False)
-    c = _machine(tmp_path / "one", monkeypatch)
-    assert _scale(c, 32) == "compiled"
-    assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "compiled"
-    [warning] = _tier_warnings(caplog, "not started")
+    c = machine_client(tmp_path / "one", monkeypatch)
+    assert launch_scale(c, 32) == "compiled"
+    assert launch_scale(machine_client(tmp_path / "two", monkeypatch), 64) == "compiled"
+    [warning] = tier_warnings(caplog, "not started")
     assert "no secret to sign with" in warning, warning
     assert redis_server.client().dbsize() == 0
 
@@ -258,8 +200,8 @@ def test_garbage_truncated_and_unsigned_values_are_ignored_and_overwritten(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     dims = (32, 64, 128, 256)
-    first = _machine(tmp_path / "one", monkeypatch)
-    assert [_scale(first, d) for d in dims] == ["compiled"] * 4
+    first = machine_client(tmp_path / "one", monkeypatch)
+    assert [launch_scale(first, d) for d in dims] == ["compiled"] * 4
     r = shared.client()
     store = first.loader.target.store
     assert store is not None
@@ -275,9 +217,9 @@ def test_garbage_truncated_and_unsigned_values_are_ignored_and_overwritten(
     r.set(keys[1], good[keys[1]][: len(good[keys[1]]) // 2])
     r.set(keys[2], wrong)
     r.set(keys[3], Secret(b"somebody-else-without-the-key", "x").sign(wrong))
-    second = _machine(tmp_path / "two", monkeypatch)
-    assert [_scale(second, d) for d in dims] == ["compiled"] * 4
-    rejected = _tier_warnings(caplog, "rejected")
+    second = machine_client(tmp_path / "two", monkeypatch)
+    assert [launch_scale(second, d) for d in dims] == ["compiled"] * 4
+    rejected = tier_warnings(caplog, "rejected")
     assert len(rejected) == 4, rejected
     assert sum("unsigned" in w for w in rejected) == 1
     assert sum("not made with this fleet's secret" in w for w in rejected) == 1
@@ -286,7 +228,7 @@ def test_garbage_truncated_and_unsigned_values_are_ignored_and_overwritten(
     for k in keys:
         env = secret.verify(r.get(k))
         decode_artifact(env, namespace=ns, key=k.decode().rsplit(":", 1)[1])
-    assert [_scale(_machine(tmp_path / "three", monkeypatch), d) for d in dims] \
+    assert [launch_scale(machine_client(tmp_path / "three", monkeypatch), d) for d in dims] \
         == ["loaded"] * 4
 
 
@@ -302,8 +244,8 @@ def test_a_redis_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
             time.sleep(0.05)
         monkeypatch.setenv("CUBECL_STORE_URL", f"redis+cluster://127.0.0.1:{server.port}/0")
         monkeypatch.setenv("CUBECL_STORE_SECRET", SECRET)
-        assert _scale(_machine(tmp_path / "one", monkeypatch), 64) == "compiled"
-        assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "loaded"
+        assert launch_scale(machine_client(tmp_path / "one", monkeypatch), 64) == "compiled"
+        assert launch_scale(machine_client(tmp_path / "two", monkeypatch), 64) == "loaded"
         assert len(admin.keys("*")) == 1
         # Each node's connections keep to the request's deadline and size, as a
         # single server's do.
@@ -330,13 +272,13 @@ def test_the_config_file_names_the_tier_and_a_private_secret_file(
         f'[cache]\nurl = "{redis_server.url()}"\nprefix = "team-b:"\n'
         'secret_file = "fleet.secret"\n')
     monkeypatch.chdir(project)
-    assert _scale(_machine(tmp_path / "one", monkeypatch), 32) == "compiled"
-    [warning] = _tier_warnings(caplog, "not started")
+    assert launch_scale(machine_client(tmp_path / "one", monkeypatch), 32) == "compiled"
+    [warning] = tier_warnings(caplog, "not started")
     assert f"chmod 600 {secret}" in warning, warning
     assert redis_server.client().dbsize() == 0
     secret.chmod(0o600)
-    assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "compiled"
-    assert _scale(_machine(tmp_path / "three", monkeypatch), 64) == "loaded"
+    assert launch_scale(machine_client(tmp_path / "two", monkeypatch), 64) == "compiled"
+    assert launch_scale(machine_client(tmp_path / "three", monkeypatch), 64) == "loaded"
     assert [k.split(b"{")[0] for k in redis_server.client().keys("*")] == [b"team-b:"]
 
 
@@ -344,8 +286,8 @@ def test_a_signed_value_that_does_not_load_is_replaced(
         shared: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
-    first = _machine(tmp_path / "one", monkeypatch)
-    assert _scale(first, 64) == "compiled"
+    first = machine_client(tmp_path / "one", monkeypatch)
+    assert launch_scale(first, 64) == "compiled"
     store = first.loader.target.store
     assert store is not None
     r = shared.client()
@@ -357,9 +299,9 @@ def test_a_signed_value_that_does_not_load_is_replaced(
                               key=digest)
     secret = Secret(SECRET.encode(), "test")
     r.set(key, secret.sign(refused))
-    assert _scale(_machine(tmp_path / "two", monkeypatch), 64) == "compiled"
-    assert len(_tier_warnings(caplog, "does not load")) == 1, caplog.text
+    assert launch_scale(machine_client(tmp_path / "two", monkeypatch), 64) == "compiled"
+    assert len(tier_warnings(caplog, "does not load")) == 1, caplog.text
     # The second machine put its own artifact in its place: the next one loads it.
     assert decode_artifact(secret.verify(r.get(key)), namespace=store.kernels_namespace,
                            key=digest).payload != b"import os\n"
-    assert _scale(_machine(tmp_path / "three", monkeypatch), 64) == "loaded"
+    assert launch_scale(machine_client(tmp_path / "three", monkeypatch), 64) == "loaded"

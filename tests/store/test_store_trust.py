@@ -23,7 +23,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import last_json_line, run_python
+from helpers.processes import last_json_line, run_python
 
 from cubecl_server.cli import main
 from cubecl_server.compiler import (
@@ -55,7 +55,7 @@ LAUNCH_TWO_KERNELS = """
 import json, numpy as np
 from cubecl_server.lang import CubeCount, CubeDim
 from cubecl_server.client import create_client, recording
-import kernels
+from helpers import kernels
 c = create_client("cpu")
 a = c.create(np.arange(8, dtype=np.int32)); out = c.empty(8, np.int32)
 added = {}

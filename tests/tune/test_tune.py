@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernels
 import numpy as np
 import pytest
-from conftest import last_json_line, run_python
+from helpers import kernels
+from helpers.processes import last_json_line, run_python
 
 from cubecl_server.cli import main
 from cubecl_server.client import ComputeClient, create_client
@@ -349,7 +349,7 @@ def test_with_caching_off_tuning_stays_in_memory(
 
 CHILD = """
 import json, os, numpy as np
-import kernels
+from helpers import kernels
 from cubecl_server.client import create_client
 from cubecl_server.tune import KernelSpec, Tunable, TunableSet, anchor, local_tuner
 
