@@ -1,10 +1,11 @@
 """Many processes on one store at once, on the built-in cpu backend.
 
-The conformance suite (tests/conformance/test_suite_on_cpu.py runs it) holds cpu to 8 processes x
-40 kernels x 2 waves; this runs the same check here, in this process's pytest run,
-and then reads what the processes recorded: each launch of a kernel a process did
-not yet hold is recorded in the environment's database, so the 640 records are
-eight writers of the records table at once, none of whose rows may go missing.
+The conformance suite holds a backend to 8 processes x 40 kernels x 2 waves; on cpu
+those waves run here, and only here (tests/conformance/test_suite_on_cpu.py runs the
+rest of the suite), in this process's pytest run, and then this reads what the
+processes recorded: each launch of a kernel a process did not yet hold is recorded
+in the environment's database, so the 640 records are eight writers of the records
+table at once, none of whose rows may go missing.
 """
 
 from __future__ import annotations
