@@ -1,5 +1,6 @@
-"""Tensor maps: the hardware's rules with clear errors, the capability per backend, and
-the CUDA side compile-checked through NVRTC (a kernel taking a CUtensorMap)."""
+"""Tensor maps: the hardware's rules with clear errors, the capability off on cpu, the
+language and the checker, and the launch's checks. (The CUDA side, on for sm_90 and
+compile-checked through NVRTC, is plugins/cubecl-cuda/tests/test_tma.py.)"""
 
 from __future__ import annotations
 
@@ -46,20 +47,9 @@ def test_nan_fill_is_for_floats_and_bool_is_no_tma_type() -> None:
     assert isinstance(TensorMapError("x"), ValueError)
 
 
-def test_capability_is_off_on_cpu_and_on_for_cuda_sm90_only() -> None:
+def test_capability_is_off_on_cpu() -> None:
+    # CUDA's, on sm_90 only: plugins/cubecl-cuda/tests/test_tma.py.
     assert CAPABILITIES.tma is False
-    compile_only = pytest.importorskip("cubecl_cuda.compile_only")
-    assert compile_only.CompileOnlyServer("sm_90").capabilities.tma is True
-    assert compile_only.CompileOnlyServer("sm_80").capabilities.tma is False
-
-
-def test_a_kernel_taking_a_tensor_map_compiles_for_sm90() -> None:
-    tma = pytest.importorskip("cubecl_cuda.tma")
-    out = tma.compile_tensor_map_kernel("sm_90")
-    assert b"cp.async.bulk.tensor.2d" in out.ptx and out.cubin
-    assert b".param .align 64 .b8 copy_tile_param_0[128]" in out.ptx
-    with pytest.raises(ValueError, match="no tensor memory accelerator"):
-        tma.compile_tensor_map_kernel("sm_80")
 
 
 # ---------------------------------------------------------------- the kernel language

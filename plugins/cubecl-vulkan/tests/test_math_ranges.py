@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from cubecl_vulkan.compiler import ShaderFeatures, VulkanCompiler
-from test_shared_atomics_planes import run
+from vk_support import run
 
 from cubecl_server import ir
 from cubecl_server import lang as cl
