@@ -148,3 +148,24 @@ def pairs(t: E, rng: Seeded) -> tuple[np.ndarray, np.ndarray]:
     vals = edge_values(t, rng)
     a, b = np.meshgrid(vals, vals, indexing="ij")
     return a.ravel(), b.ravel()
+
+
+def reduction_kernel(t: E, size: int) -> ir.Kernel:
+    """A tree reduction of each cube's ``size`` elements of ``a`` in shared memory, its
+    sum in ``out[CUBE_POS]``."""
+    s = v("s", E.U32)
+    tile = lambda i: ld("tile", i, t)  # noqa: E731
+    body = [
+        st("tile", UNIT, ld("a", POS, t)),
+        ir.Barrier(),
+        ir.Assign("s", u(size // 2)),
+        ir.While(op(B.GT, s, u(0)), (
+            if_(op(B.LT, UNIT, s),
+                [st("tile", UNIT, op(B.ADD, tile(UNIT), tile(op(B.ADD, UNIT, s))))]),
+            ir.Barrier(),
+            ir.Assign("s", op(B.SHR, s, u(1))),
+        )),
+        if_(op(B.EQ, UNIT, u(0)), [st("out", bi("CUBE_POS"), tile(u(0)))]),
+    ]
+    return kern(body, [("a", f"{t.value}[]"), ("out", f"{t.value}[]")], [("s", E.U32)],
+                [("tile", t, size)])

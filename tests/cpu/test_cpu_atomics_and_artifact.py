@@ -1,21 +1,17 @@
-"""The cpu backend's lowering, continued: memory (checked and unchecked access), the
-launch grid and shared memory, atomics, planes, launches over several chunks, and
-the artifact the lowering writes. Hand-built IR kernels run as NumPy code, against
+"""The cpu backend's lowering, continued: atomics, planes, launches over several
+chunks, and the artifact the lowering writes. Hand-built IR kernels run as NumPy code, against
 NumPy; every test draws fresh random data, its seed in each assertion message.
 """
 
 from __future__ import annotations
 
 import ast
-import math
 from typing import Any
 
 import numpy as np
 import pytest
 from helpers.cpu_ir import (
-    CHECKED,
     POS,
-    UNCHECKED,
     UNIT,
     B,
     E,
@@ -29,6 +25,7 @@ from helpers.cpu_ir import (
     ld,
     load_source,
     op,
+    reduction_kernel,
     source,
     st,
     u,
@@ -47,228 +44,6 @@ from cubecl_server.kernel import CubeDim
 @pytest.fixture
 def rng() -> Seeded:
     return Seeded()
-
-
-# ---------------------------------------------------------------- memory
-
-
-def guarded_buffer(n: int, dtype: str, fill: float) -> tuple[np.ndarray, np.ndarray]:
-    """A buffer with 8 sentinel elements either side, and the view in between."""
-    big = np.full(n + 16, fill, dtype)
-    return big, big[8:8 + n]
-
-
-@pytest.mark.parametrize("t", [E.U32, E.I32, E.I64], ids=lambda t: t.value)
-def test_checked_reads_zero_and_drops_writes_outside(t: E, rng: Seeded) -> None:
-    n = 300
-    idx = rng.gen.integers(-40 if t.is_signed else 0, n + 40, n).astype(t.numpy_name)
-    big_a, a = guarded_buffer(n, "float32", 7.0)
-    a[:] = rng.gen.standard_normal(n)
-    big_o, out = guarded_buffer(n, "float32", -3.0)
-    got = np.zeros(n, np.float32)
-    i = ld("idx", POS, t)
-    k = kern([guarded("got", st("got", POS, ld("a", i, E.F32)),
-                      st("out", i, ir.Cast(POS, E.F32)))],
-             [("idx", f"{t.value}[]"), ("a", "f32[]"), ("out", "f32[]"), ("got", "f32[]")])
-    launch(k, [idx, a, out, got])
-    inside = (idx >= 0) & (idx < n)
-    np.testing.assert_array_equal(got, np.where(inside, a[np.where(inside, idx, 0)], 0),
-                                  str(rng))
-    assert (big_o[:8] == -3).all() and (big_o[-8:] == -3).all(), str(rng)
-    want = np.full(n, -3.0, np.float32)
-    want[idx[inside]] = np.flatnonzero(inside)  # the last lane wins
-    np.testing.assert_array_equal(out, want, str(rng))
-    assert (big_a[:8] == 7).all()
-
-
-def test_checked_uniform_index_and_bool_reads() -> None:
-    flags = np.array([True, True])
-    out = np.ones(4, bool)
-    got = np.zeros(4, np.float32)
-    k = kern([guarded("out", st("out", POS, ld("flags", op(B.ADD, POS, u(1)), E.BOOL)),
-                      st("got", POS, ld("vals", u(5), E.F32)))],
-             [("flags", "bool[]"), ("vals", "f32[]"), ("out", "bool[]"), ("got", "f32[]")])
-    launch(k, [flags, np.ones(3, np.float32), out, got], count=(1, 1, 1))
-    np.testing.assert_array_equal(out, [True, False, False, False])
-    assert not got.any()
-
-
-def test_store_to_one_address_last_active_lane_wins() -> None:
-    out = np.zeros(2, np.uint32)
-    k = kern([if_(op(B.EQ, op(B.REM, POS, u(3)), u(1)), [st("out", u(0), POS)]),
-              st("out", u(7), POS)], [("out", "u32[]")])
-    launch(k, [out], count=(2, 1, 1))
-    assert out[0] == max(p for p in range(128) if p % 3 == 1)
-
-
-def test_unchecked_mode_skips_checks_but_masks_inactive_lanes(rng: Seeded) -> None:
-    n = 1000
-    a = rng.gen.standard_normal(n).astype(np.float32)
-    idx = rng.gen.permutation(n).astype(np.uint32)
-    out, out2 = np.zeros(n, np.float32), np.zeros(n, np.float32)
-    i = ld("idx", POS, E.U32)
-    k = kern([guarded("out", st("out", POS, ld("a", i, E.F32)),
-                      st("out2", i, ld("a", POS, E.F32)))],
-             [("idx", "u32[]"), ("a", "f32[]"), ("out", "f32[]"), ("out2", "f32[]")])
-    assert "buffer_len(a)" in source(k)  # checked mode's test, written by the passes
-    assert "buffer_len" not in source(k, mode=UNCHECKED)
-    launch(k, [idx, a, out, out2], count=(n // 64 + 3, 1, 1), mode=UNCHECKED)
-    np.testing.assert_array_equal(out, a[idx], str(rng))
-    want = np.zeros(n, np.float32)
-    want[idx] = a
-    np.testing.assert_array_equal(out2, want, str(rng))
-    bad = np.full(n, n + 5, np.uint32)
-    with pytest.raises(IndexError):
-        launch(k, [bad, a, out, out2], mode=UNCHECKED)
-
-
-def test_loaded_value_survives_a_store_to_its_source() -> None:
-    a = np.arange(100, dtype=np.float32)
-    out = np.zeros(100, np.float32)
-    k = kern([guarded("a", ir.Assign("x", ld("a", POS, E.F32)), st("a", POS, c(-1.0, E.F32)),
-                      st("out", POS, v("x", E.F32)))],
-             [("a", "f32[]"), ("out", "f32[]")], [("x", E.F32)])
-    launch(k, [a, out])
-    np.testing.assert_array_equal(out, np.arange(100))
-    assert (a == -1).all()
-
-
-def test_len_shape_stride() -> None:
-    out = np.zeros(6, np.uint32)
-    k = kern([if_(op(B.EQ, POS, u(0)), [
-        st("out", u(0), ir.Len("m")), st("out", u(1), ir.Shape("m", 0)),
-        st("out", u(2), ir.Shape("m", 1)), st("out", u(3), ir.Shape("m", 2)),
-        st("out", u(4), ir.Stride("m", 0)), st("out", u(5), ir.Stride("m", 2))])],
-        [("m", "f32[]"), ("out", "u32[]")])
-    code = compile(source(k), "<cpu>", "exec")
-    ns: dict[str, Any] = {}
-    exec(code, ns)
-    ns["run"]([np.zeros(12, np.float32), out], [(3, 4), (6,)], [(4, 1), (1,)], [],
-              (1, 1, 1), (64, 1, 1))
-    np.testing.assert_array_equal(out, [12, 3, 4, 1, 4, 1])
-
-
-# ---------------------------------------------------------------- the launch grid
-
-
-AXES = ("X", "Y", "Z")
-
-
-@pytest.mark.parametrize("count,dim", [((3, 1, 1), (5, 1, 1)), ((3, 2, 1), (4, 3, 1)),
-                                       ((2, 3, 2), (3, 2, 4))])
-def test_builtins_per_axis(count: tuple[int, int, int], dim: tuple[int, int, int]) -> None:
-    names = [f"{kind}_{a}" for kind in ("UNIT_POS", "CUBE_POS", "ABSOLUTE_POS") for a in AXES]
-    names += ["UNIT_POS", "CUBE_POS", "CUBE_DIM", "CUBE_COUNT", "CUBE_DIM_Y", "CUBE_COUNT_Z",
-              "PLANE_DIM", "UNIT_POS_PLANE"]
-    total = math.prod(count) * math.prod(dim)
-    outs = [np.zeros(total, np.uint32) for _ in names]
-    # Indexed by the linear ABSOLUTE_POS computed by hand from its definition.
-    lin = op(B.ADD, op(B.MUL, bi("CUBE_POS"), bi("CUBE_DIM")), UNIT)
-    k = kern([st(f"o{j}", lin, bi(nm)) for j, nm in enumerate(names)],
-             [(f"o{j}", "u32[]") for j in range(len(names))])
-    launch(k, outs, count=count, dim=dim)
-    cz, cy, cx, uz, uy, ux = np.meshgrid(*(np.arange(s) for s in (*count[::-1], *dim[::-1])),
-                                         indexing="ij")
-    cube = cx + cy * count[0] + cz * count[0] * count[1]
-    unit = ux + uy * dim[0] + uz * dim[0] * dim[1]
-    want = {"UNIT_POS_X": ux, "UNIT_POS_Y": uy, "UNIT_POS_Z": uz, "CUBE_POS_X": cx,
-            "CUBE_POS_Y": cy, "CUBE_POS_Z": cz, "ABSOLUTE_POS_X": cx * dim[0] + ux,
-            "ABSOLUTE_POS_Y": cy * dim[1] + uy, "ABSOLUTE_POS_Z": cz * dim[2] + uz,
-            "UNIT_POS": unit, "CUBE_POS": cube, "CUBE_DIM": np.full_like(ux, math.prod(dim)),
-            "CUBE_COUNT": np.full_like(ux, math.prod(count)),
-            "CUBE_DIM_Y": np.full_like(ux, dim[1]), "CUBE_COUNT_Z": np.full_like(ux, count[2]),
-            "PLANE_DIM": np.full_like(ux, PLANE_SIZE), "UNIT_POS_PLANE": unit % PLANE_SIZE}
-    where = (cube * math.prod(dim) + unit).ravel()
-    for nm, got in zip(names, outs, strict=True):
-        exp = np.zeros(total, np.uint32)
-        exp[where] = want[nm].ravel()
-        np.testing.assert_array_equal(got, exp, err_msg=nm)
-    # And the linear ABSOLUTE_POS is that same index.
-    pos = np.zeros(total, np.uint32)
-    launch(kern([st("p", POS, POS)], [("p", "u32[]")]), [pos], count=count, dim=dim)
-    np.testing.assert_array_equal(pos, np.arange(total))
-
-
-def test_size_not_multiple_of_cube_dim(rng: Seeded) -> None:
-    n = 1000
-    a = rng.gen.standard_normal(n).astype(np.float32)
-    b = rng.gen.standard_normal(n).astype(np.float32)
-    big, out = guarded_buffer(n, "float32", 9.0)
-    x = op(B.ADD, op(B.MUL, ld("a", POS, E.F32), v("alpha", E.F32)), ld("b", POS, E.F32))
-    k = kern([guarded("out", st("out", POS, x))],
-             [("a", "f32[]"), ("b", "f32[]"), ("out", "f32[]"), ("alpha", "f32")])
-    for mode in (CHECKED, UNCHECKED):
-        out[:] = 0
-        launch(k, [a, b, out], [np.float32(1.5)], dim=(64, 1, 1), mode=mode)
-        np.testing.assert_array_equal(out, a * np.float32(1.5) + b, str(rng))
-        assert (big[:8] == 9).all() and (big[-8:] == 9).all()
-
-
-def reduction_kernel(t: E, size: int) -> ir.Kernel:
-    s = v("s", E.U32)
-    tile = lambda i: ld("tile", i, t)  # noqa: E731
-    body = [
-        st("tile", UNIT, ld("a", POS, t)),
-        ir.Barrier(),
-        ir.Assign("s", u(size // 2)),
-        ir.While(op(B.GT, s, u(0)), (
-            if_(op(B.LT, UNIT, s),
-                [st("tile", UNIT, op(B.ADD, tile(UNIT), tile(op(B.ADD, UNIT, s))))]),
-            ir.Barrier(),
-            ir.Assign("s", op(B.SHR, s, u(1))),
-        )),
-        if_(op(B.EQ, UNIT, u(0)), [st("out", bi("CUBE_POS"), tile(u(0)))]),
-    ]
-    return kern(body, [("a", f"{t.value}[]"), ("out", f"{t.value}[]")], [("s", E.U32)],
-                [("tile", t, size)])
-
-
-@pytest.mark.parametrize("t", [E.I64, E.F64], ids=lambda t: t.value)
-def test_shared_memory_tree_reduction(t: E, rng: Seeded) -> None:
-    n, size = 1000, 128
-    a = (rng.gen.integers(-1000, 1000, n) if t.is_int
-         else rng.gen.standard_normal(n)).astype(t.numpy_name)
-    cubes = -(-n // size)
-    out = np.zeros(cubes, t.numpy_name)
-    launch(reduction_kernel(t, size), [a, out], count=(cubes, 1, 1), dim=(size, 1, 1))
-    padded = np.zeros(cubes * size, a.dtype)
-    padded[:n] = a
-    np.testing.assert_allclose(out, padded.reshape(cubes, size).sum(axis=1), rtol=1e-12,
-                               err_msg=str(rng))
-
-
-def test_shared_checked_bounds_are_per_cube() -> None:
-    out = np.full(8, -1, np.int32)
-    k = kern([st("sh", UNIT, ir.Cast(UNIT, E.I32)),
-              st("sh", op(B.ADD, UNIT, u(4)), c(77, E.I32)),  # outside the cube's 4: dropped
-              st("sh", u(4), c(55, E.I32)),  # a uniform index outside: dropped too
-              st("out", POS, op(B.ADD, ld("sh", op(B.ADD, UNIT, u(2)), E.I32),
-                                ld("sh", u(4), E.I32)))],
-             [("out", "i32[]")], shared=[("sh", E.I32, 4)])
-    launch(k, [out], count=(2, 1, 1), dim=(4, 1, 1))
-    np.testing.assert_array_equal(out, [2, 3, 0, 0, 2, 3, 0, 0])
-
-
-@pytest.mark.parametrize("shared", [False, True], ids=["global", "shared"])
-def test_atomic_on_a_uniform_index(shared: bool) -> None:
-    out = np.zeros(3, np.uint32)
-    old = np.zeros(128, np.uint32)
-    target = "sh" if shared else "out"
-    body = [ir.AtomicStmt(ir.AtomicOp.ADD, target, u(1), u(2), None, "r"),
-            ir.AtomicStmt(ir.AtomicOp.ADD, target, u(3), u(5), None, None),  # outside: dropped
-            st("old", POS, v("r", E.U32))]
-    if shared:
-        body += [ir.Barrier(), if_(op(B.EQ, UNIT, u(0)),
-                                   [st("out", bi("CUBE_POS"), ld("sh", u(1), E.U32))])]
-    k = kern(body, [("out", "u32[]"), ("old", "u32[]")], [("r", E.U32)],
-             [("sh", E.U32, 3)] if shared else ())
-    launch(k, [out, old], count=(2, 1, 1), dim=(64, 1, 1))
-    if shared:  # each cube counts in its own shared array, from 0
-        np.testing.assert_array_equal(out, [128, 128, 0])
-        np.testing.assert_array_equal(old, np.tile(np.arange(64) * 2, 2))
-    else:
-        np.testing.assert_array_equal(out, [0, 256, 0])
-        np.testing.assert_array_equal(old, np.arange(128) * 2)
 
 
 # ---------------------------------------------------------------- atomics
