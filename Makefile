@@ -25,12 +25,13 @@ system-deps:
 	bash scripts/system-deps.sh
 
 ## test: set up everything the tests need, then run every test: the core's (with the
-## conformance suite on cpu), then each backend's own run of the suite
+## conformance suite on cpu, once), then each backend's own run of the suite (once
+## each); every run names its slowest tests, to keep the whole within 10 minutes
 test: venv system-deps
 	$(PIP) -e '.[dev]' $(foreach p,$(PLUGINS) $(EXAMPLE),-e $(p))
 	$(BIN)/ruff check .
-	$(PYTEST) tests
-	for p in $(PLUGINS) $(EXAMPLE); do (cd $$p && ../../$(PYTEST)) || exit 1; done
+	$(PYTEST) --durations=15 tests
+	for p in $(PLUGINS) $(EXAMPLE); do (cd $$p && ../../$(PYTEST) --durations=5) || exit 1; done
 
 lint: venv
 	$(BIN)/ruff check .

@@ -2,7 +2,8 @@
 
 Nothing is mocked. What this machine lacks is the GPU, so nothing here loads a
 module or launches; what needs a device runs in ``scripts/device-check.sh``. The few
-tests that assert there is no GPU are skipped where there is one (``without_gpu``).
+tests that assert there is no GPU are skipped where there is one (``without_gpu``,
+in ``cuda_support.py`` with the other markers the tests import).
 """
 
 from __future__ import annotations
@@ -11,14 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cubecl_cuda.ptxas import ptxas_path
-from cubecl_cuda.runtime import CudaRuntime
 
 from cubecl_server.config import reload_config
-from cubecl_server.errors import BackendUnavailable
-
-ARCHS = ("sm_80", "sm_90")
-"""What the compile-only tests compile for (the issue asks for at least these)."""
 
 
 @pytest.fixture(autouse=True)
@@ -33,18 +28,3 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     reload_config()
     yield root
     reload_config()
-
-
-requires_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="no ptxas on PATH")
-
-
-def gpu_present() -> bool:
-    """Whether CUDA sees a GPU here (the device check's machines)."""
-    try:
-        return bool(CudaRuntime().devices())
-    except BackendUnavailable:
-        return False
-
-
-without_gpu = pytest.mark.skipif(gpu_present(), reason="a GPU is here: the test asserts "
-                                 "what a machine without one does")

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import gpu_present
 from cubecl_cuda.server import CudaServer, device_binding
+from cuda_support import gpu_present
 
 from cubecl_server import ir
 from cubecl_server.arrays import CudaArrayServer, UserArrays, cuda_array

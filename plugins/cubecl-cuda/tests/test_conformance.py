@@ -2,7 +2,7 @@
 
 This run already includes the suite in this process (``pyproject.toml``: ``-p
 cubecl_server.conformance --cubecl-backend cuda``), compiling for ``CUBECL_CUDA_ARCH``
-(default ``sm_90``). Each other architecture of :data:`conftest.ARCHS` gets the suite's
+(default ``sm_90``). Each other architecture of :data:`cuda_support.ARCHS` gets the suite's
 compile-only tests in a fresh process, through the core's runner, with the same ptxas
 check (the suite loads ``cubecl_cuda.conformance`` through its entry point), and every
 one of them must pass.
@@ -11,8 +11,8 @@ one of them must pass.
 from __future__ import annotations
 
 import pytest
-from conftest import ARCHS, gpu_present
 from cubecl_cuda.ptxas import ptxas_path
+from cuda_support import ARCHS, gpu_present
 
 from cubecl_server.conformance import kernels, subject
 from cubecl_server.conformance.runner import run_suite

@@ -7,11 +7,11 @@ import re
 
 import irgen
 import pytest
-from conftest import ARCHS, requires_ptxas
 from cubecl_cuda import compile_only_compiler
 from cubecl_cuda.artifact import split_payload
 from cubecl_cuda.compiler import CudaCompiler
 from cubecl_cuda.ptxas import check_artifact
+from cuda_support import ARCHS, requires_ptxas
 
 from cubecl_server import ir
 from cubecl_server.client import create_client

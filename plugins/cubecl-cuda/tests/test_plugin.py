@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import without_gpu
 from cubecl_cuda import CompileOnlyTarget, compile_only_capabilities
 from cubecl_cuda.compiler import CudaCompiler
 from cubecl_cuda.runtime import NO_DEVICE, CudaRuntime
+from cuda_support import without_gpu
 
 from cubecl_server.backend.compiling import backend_compiler
 from cubecl_server.client import create_client

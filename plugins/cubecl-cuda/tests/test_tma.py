@@ -8,10 +8,11 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import gpu_present
 from cubecl_cuda import nvrtc
+from cubecl_cuda.compile_only import CompileOnlyServer
 from cubecl_cuda.compiler import CudaCompiler
-from cubecl_cuda.tma import tensor_map_value
+from cubecl_cuda.tma import compile_tensor_map_kernel, tensor_map_value
+from cuda_support import gpu_present
 
 import cubecl_server.lang as cl
 from cubecl_server.client import create_client
@@ -36,6 +37,19 @@ def tiles_3d(m: cl.TensorMap[cl.i32], out: cl.Array[cl.i32], cols: cl.u32) -> No
     for layer in range(2):
         cl.tma_load(m, tile, x, y, cl.i32(layer))
         out[(layer * (cl.CUBE_COUNT_Y * BOX) + row) * cols + col] = tile[cl.UNIT_POS]
+
+
+def test_capability_is_on_for_sm90_only() -> None:
+    assert CompileOnlyServer("sm_90").capabilities.tma is True
+    assert CompileOnlyServer("sm_80").capabilities.tma is False
+
+
+def test_a_kernel_taking_a_tensor_map_compiles_for_sm90() -> None:
+    out = compile_tensor_map_kernel("sm_90")
+    assert b"cp.async.bulk.tensor.2d" in out.ptx and out.cubin
+    assert b".param .align 64 .b8 copy_tile_param_0[128]" in out.ptx
+    with pytest.raises(ValueError, match="no tensor memory accelerator"):
+        compile_tensor_map_kernel("sm_80")
 
 
 def test_the_lowering_compiles_to_a_bulk_tensor_copy_for_sm90() -> None:

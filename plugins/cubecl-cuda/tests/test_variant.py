@@ -7,7 +7,6 @@ import json
 
 import irgen
 import pytest
-from conftest import ARCHS
 from cubecl_cuda import compile_only_archs, compile_only_compiler, nvrtc
 from cubecl_cuda.artifact import (
     STORE_NAMES,
@@ -16,6 +15,7 @@ from cubecl_cuda.artifact import (
     parse_arch,
     split_payload,
 )
+from cuda_support import ARCHS
 
 from cubecl_server.client import create_client
 from cubecl_server.compiler.contracts import Artifact

@@ -69,3 +69,19 @@ def client() -> ComputeClient:
 def rng() -> np.random.Generator:
     """Fresh random data for each test."""
     return np.random.default_rng()
+
+
+SUITE_WAVES = "TestCompilePath::test_concurrent_processes_share_one_cache_dir"
+"""The suite's 8 x 40 x 2 concurrency test, which this run leaves to its own copy."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the suite's concurrency waves once on opencl, not twice: its test would run
+    them with PoCL's cache on, as this run has it, and
+    test_concurrent_processes.py::test_eight_processes_with_pocl_cache_on runs the same
+    waves in that setting and checks PoCL's directories as well (about a minute each
+    on two cores)."""
+    twice = [item for item in items if item.nodeid.endswith(SUITE_WAVES)]
+    if twice:
+        config.hook.pytest_deselected(items=twice)
+        items[:] = [item for item in items if item not in twice]

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import vk_kernels as K
-from conftest import _client_or_skip, local_size, run_python, selections
 from cubecl_vulkan.artifact import KIND
 from cubecl_vulkan.compiler import ShaderFeatures, VulkanCompiler
 from cubecl_vulkan.device import PhysicalDevice
+from vk_support import client_or_skip, local_size, run_python, selections
 
 from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.compiler.contracts import Artifact
@@ -67,7 +67,7 @@ def test_variant_names_device_driver_and_pipeline_cache(client: ComputeClient) -
 
 
 def test_other_variant_is_never_served(monkeypatch: pytest.MonkeyPatch) -> None:
-    first = _client_or_skip()
+    first = client_or_skip()
     try:
         assert _outcome(first) == "compiled"
         again = create_client("vulkan")
@@ -140,7 +140,7 @@ def test_corrupt_stored_spirv_is_rejected_and_recompiled(client: ComputeClient) 
 
 
 def test_rekeyed_when_only_the_build_id_changes(monkeypatch: pytest.MonkeyPatch) -> None:
-    first = _client_or_skip()
+    first = client_or_skip()
     try:
         assert _outcome(first) == "compiled"
     finally:

@@ -187,10 +187,10 @@ def test_bounds_checking(shared_client: ComputeClient) -> None:
 def test_staging_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     # Device-local buffers copied through staging buffers: the path of GPUs whose
     # storage memory the host cannot map.
-    from conftest import _client_or_skip
+    from conftest import client_or_skip
 
     monkeypatch.setenv("CUBECL_VULKAN_STAGING", "1")
-    c = _client_or_skip()
+    c = client_or_skip()
     try:
         assert c.server.storage.staging
         n = 5000

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from conftest import _client_or_skip
 from cubecl_vulkan.compiler import VulkanCompiler
 from cubecl_vulkan.device import PhysicalDevice
 from cubecl_vulkan.native import ShaderFeatures, native_for
 from cubecl_vulkan.server import server_class
+from vk_support import client_or_skip
 
 from cubecl_server import ir
 from cubecl_server.client import ComputeClient
@@ -72,7 +72,7 @@ def test_native_follows_the_features() -> None:
 @pytest.fixture
 def bare_client() -> Iterator[ComputeClient]:
     """A client on the first device as if it had no float atomics."""
-    c = _client_or_skip()
+    c = client_or_skip()
     physical: PhysicalDevice = c.server.physical
     c.server.close()
     bare = dataclasses.replace(physical, features=dataclasses.replace(
@@ -109,7 +109,7 @@ def test_f32_atomics_without_the_extensions_are_compare_exchange_loops(
 
 
 def test_f32_atomic_max_on_a_shared_array_is_native_with_the_extension() -> None:
-    # Without VK_EXT_shader_atomic_float2 it is refused (tests/test_math_more.py): the
+    # Without VK_EXT_shader_atomic_float2 it is refused (test_math_ranges.py): the
     # compare-exchange loop needs a u32 view, which a workgroup variable cannot have.
     pos = ir.Builtin(ir.BuiltinName.ABSOLUTE_POS)
     body = (ir.AtomicStmt(A.MAX, "sh", ir.Const(0, E.U32), ir.Load("x", pos, E.F32), None,

@@ -6,18 +6,14 @@ so they test the backend without depending on how the kernel language spells the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
+from vk_support import run
 
 from cubecl_server import ir
 from cubecl_server.backend.lowering import fold_count
 from cubecl_server.client import ComputeClient
-from cubecl_server.compiler.key import ArtifactId
-from cubecl_server.id import KernelId
-from cubecl_server.kernel import CubeCount, CubeDim
-from cubecl_server.memory_management import Handle
+from cubecl_server.kernel import CubeCount
 
 E, B = ir.Elem, ir.BuiltinName
 POS = ir.Builtin(B.ABSOLUTE_POS)
@@ -26,17 +22,6 @@ UNIT = ir.Builtin(B.UNIT_POS)
 
 def u32(v: int) -> ir.Const:
     return ir.Const(v, E.U32)
-
-
-def run(c: ComputeClient, k: ir.Kernel, count: int, dim: int, arrays: Sequence[Handle],
-        scalars: Sequence[np.generic] = ()) -> None:
-    """Compile (through the client's loader and store) and launch a hand-made kernel,
-    then wait for it: a read waits for the client's own launches that wrote the buffer,
-    and this one bypasses the client."""
-    loaded = c.loader.get(ArtifactId(KernelId.of(k), CubeDim(dim), c.mode))
-    c.server.launch(loaded, CubeCount(count), CubeDim(dim), [h.binding() for h in arrays],
-                    list(scalars))
-    c.sync()
 
 
 def test_shared_memory_reduction(shared_client: ComputeClient) -> None:

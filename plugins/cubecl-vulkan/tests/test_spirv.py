@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 import vk_kernels as K
-from conftest import words
 from cubecl_vulkan.artifact import EMITTER, ENV_VALIDATE, KIND, VulkanTarget, validate
 from cubecl_vulkan.compiler import LoweredModule, ShaderFeatures, VulkanCompiler
+from vk_support import words
 
 from cubecl_server import ir
 from cubecl_server.client import ComputeClient
