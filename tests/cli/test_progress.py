@@ -7,9 +7,9 @@ import io
 import uuid
 from pathlib import Path
 
-import kernels
 import numpy as np
 import pytest
+from helpers import kernels
 
 from cubecl_server.cli import main
 from cubecl_server.cli.progress import steps

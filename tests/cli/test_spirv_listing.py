@@ -14,7 +14,7 @@ from cubecl_server.cli.spirv import MAGIC, disassemble, module_of
 from cubecl_server.kernel import CompiledKernel
 from cubecl_server.plugins import registry
 
-KERNELS = Path(__file__).parent / "kernels.py"
+KERNELS = Path(__file__).parents[1] / "helpers" / "kernels.py"
 LISTING = "; Kernel 'k' lowered by a backend (checked, cube dim 64x1x1).\n; SPIR-V 1.3\nOpNop\n"
 
 # The smallest module spirv-dis reads: the header words (magic, version 1.3,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import kernels
 import numpy as np
 import pytest
+from helpers import kernels
 
 from cubecl_server.cli import main
 from cubecl_server.client import create_client
