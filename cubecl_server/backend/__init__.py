@@ -4,7 +4,7 @@ A backend's package imports the core from here, from the second tiers below
 (:mod:`cubecl_server.backend.compiling`, :mod:`~cubecl_server.backend.lowering`,
 :mod:`~cubecl_server.backend.features`, :mod:`~cubecl_server.backend.support`) and from
 :mod:`cubecl_server.ir` only (its conformance hooks module also from
-:mod:`cubecl_server.conformance`); ``tests/test_public_surface.py`` fails on any other
+:mod:`cubecl_server.conformance`); ``tests/architecture/test_public_surface.py`` fails on any other
 import. Each name has one import path: the tier ``cubecl_server/backend/_tiers.py``
 puts it in. What each name is for: ``docs/writing-a-backend.md``; the hooks:
 ``docs/hooks.md``.
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from cubecl_server.server import Binding, ComputeServer
     from cubecl_server.storage import ComputeStorage, ResourceStorage
 
-# The table in _tiers says the same (tests/test_public_surface.py checks it).
+# The table in _tiers says the same (tests/architecture/test_public_surface.py checks it).
 __all__ = [
     "BackendDescriptor", "Runtime", "hookimpl", "backend_descriptor", "Binding",
     "ComputeServer", "ComputeStorage", "ResourceStorage", "ArtifactCompiler",

@@ -3,7 +3,7 @@ each name lives.
 
 This table is the one source: every tier module takes its ``__all__`` and its lazy
 attributes from it, ``docs/writing-a-backend.md`` prints it (section 2, checked by
-``tests/test_public_surface.py``), and each name belongs to exactly one tier.
+``tests/architecture/test_public_surface.py``), and each name belongs to exactly one tier.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from cubecl_server.execution import ExecutionMode
     from cubecl_server.runtime import backend_compiler
 
-# The table in _tiers says the same (tests/test_public_surface.py checks it).
+# The table in _tiers says the same (tests/architecture/test_public_surface.py checks it).
 __all__ = [
     "ExecutionMode", "CompilationRecording", "ArtifactStore", "StoreNames",
     "compilation_store", "KernelCacheKey", "LoweringArtifactCompiler", "backend_compiler"

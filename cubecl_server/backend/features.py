@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         TmaSwizzle,
     )
 
-# The table in _tiers says the same (tests/test_public_surface.py checks it).
+# The table in _tiers says the same (tests/architecture/test_public_surface.py checks it).
 __all__ = [
     "CompletedEvent", "DeviceEvent", "EventServer", "FillCopy", "DeviceTimer", "DriverCache",
     "MetadataCache", "TENSOR_MAP_BYTES", "BoundTensorMap", "TensorMap", "TensorMapError",

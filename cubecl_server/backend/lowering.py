@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         metadata_kind,
     )
 
-# The table in _tiers says the same (tests/test_public_surface.py checks it).
+# The table in _tiers says the same (tests/architecture/test_public_surface.py checks it).
 __all__ = [
     "ALL_BUILTINS", "UNSIGNED", "ArrayRef", "CDialect", "CEmitter", "InfoEntry", "InfoLayout",
     "InfoWords", "Native", "StandardC", "StructuredEmitter", "fold_count", "lower",

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from cubecl_server.plugins.lazy import lazy_attributes
     from cubecl_server.storage import BytesStorage, StorageId, storage_id_type
 
-# The table in _tiers says the same (tests/test_public_surface.py checks it).
+# The table in _tiers says the same (tests/architecture/test_public_surface.py checks it).
 __all__ = [
     "MAX_UNITS", "BytesStorage", "StorageId", "storage_id_type", "lazy_attributes",
     "CONTRACT_VERSION", "DriverError", "code_names", "driver_error", "ArtifactRejected",

@@ -80,7 +80,7 @@ def needs_holding(targets: list[ast.expr], value: ast.expr) -> bool:
 
 class Unpacking:
     """The kernel builder's unpacking assignments and several-valued helpers (a part
-    of the frontend's ``_KernelBuilder``, which it is mixed into)."""
+    of ``visitor.KernelBuilder``, which it is mixed into)."""
 
     def unpack_assign(self: Building, node: ast.Assign) -> list[ir.Stmt]:
         """``a, b = x, y`` and ``q, r = helper(...)``: the right side evaluated whole

@@ -1,7 +1,6 @@
 """The typing rules of the kernel language, free of any AST.
 
-The rules themselves are written out in :mod:`cubecl_server.lang.frontend`'s
-docstring; this module implements them on values: concrete IR expressions and
+The rules themselves are written out for users in ``docs/language.md``; this module implements them on values: concrete IR expressions and
 :class:`Weak` constants (Python literals, globals and comptime values, which have
 no kernel type until they meet one), and keeps, in :class:`WeakLocals`, the locals
 that hold only such values and so take their type from what they meet. Failures

@@ -8,7 +8,7 @@ compile-path hooks from them. A plugin implements a compile-path hook only to
 replace part of another plugin's backend.
 
 The docstrings here are the one text of each hook: ``docs/hooks.md`` shows them as
-they are, and ``tests/test_plugins.py`` fails when the two differ.
+they are, and ``tests/plugins/test_plugins.py`` fails when the two differ.
 """
 
 from __future__ import annotations

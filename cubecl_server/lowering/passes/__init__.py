@@ -2,7 +2,7 @@
 writes 1:1: what the IR means is said here, once; an emitter only spells it.
 
 :func:`lower` runs them in order, each a plain function from kernel to kernel
-(tested alone in ``tests/test_passes*.py``), as far as the target's :class:`Native`
+(tested alone in ``tests/lowering/test_passes.py``), as far as the target's :class:`Native`
 asks:
 
 1. :func:`~.checked.check_accesses` (checked mode): each access the bounds analysis
