@@ -1,7 +1,8 @@
 """The typing rules of the kernel language, free of any AST.
 
-The rules themselves are written out for users in ``docs/language.md``; this module implements them on values: concrete IR expressions and
-:class:`Weak` constants (Python literals, globals and comptime values, which have
+The rules themselves are written out for users in ``docs/language.md``; this
+module implements them on values: concrete IR expressions and :class:`Weak`
+constants (Python literals, globals and comptime values, which have
 no kernel type until they meet one), and keeps, in :class:`WeakLocals`, the locals
 that hold only such values and so take their type from what they meet. Failures
 raise :class:`TypeRuleError` with a message the frontend completes with where it
