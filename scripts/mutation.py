@@ -172,7 +172,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "return const(holder.size + 1, t)",
            "checked mode lets a shared or local index reach one element past the array"),
     Mutant("S4", "masks and bounds", f"{CPU}/support.py",
-           "np.copyto(dst, v, where=m[:k])", "dst[...] = v",
+           "np.copyto(dst, v, where=(m if size == 1 else np.repeat(m, size))[:k])",
+           "dst[...] = v",
            "a store at ABSOLUTE_POS under a branch happens in every unit"),
     Mutant("S5", "masks and bounds", f"{PASSES}/checked.py",
            "for k in range(size - 1):  # element",
@@ -229,13 +230,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "return self.CUBE_POS // self.CUBE_COUNT_X",
            "CUBE_POS_Y of a 3-D grid counts the z layers too"),
     Mutant("S20", "masks and bounds", f"{CPU}/support.py",
-           "    if lo < n:\n        out[:n - lo] = arr[lo:]\n    return out\n\n\ndef load_pos",
+           "    if lo < n:\n        out[:n - lo] = arr[lo:]\n    return out if size == 1",
            "    if lo < n:\n"
            "        out[:n - lo - 1] = arr[lo:n - 1]\n"
-           "    return out\n"
-           "\n"
-           "\n"
-           "def load_pos",
+           "    return out if size == 1",
            "the last element of an array reads 0 when the grid runs past its end"),
     Mutant("S21", "lowering", f"{PASSES}/integers.py",
            "return select(d.eq(0), const(0, a.type), select(d.eq(-1), -x, q)).e",

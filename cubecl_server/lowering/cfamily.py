@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
@@ -97,8 +96,10 @@ def _describe(e: ir.Expr) -> str:
         return f"a {e.type.value} value"
 
 
-class CDialect(Protocol):
-    """How one C-like language spells what :class:`CEmitter` leaves to it.
+class StandardC:
+    """How one C-like language spells what :class:`CEmitter` leaves to it, as C99 has
+    it (``<stdint.h>``, ``<stdbool.h>``, ``<math.h>``): a dialect subclasses it and
+    overrides what its language spells otherwise, and adds what C99 has no word for.
 
     Methods get the emitter ``e`` to ask it for what they need: ``e.ctype``,
     ``e.literal``, ``e.cast``, ``e.helper`` and ``e.function`` (helper functions),
@@ -106,169 +107,59 @@ class CDialect(Protocol):
     A dialect with state (what a launch must pass...) is made per kernel. One that
     lowers tensor maps sets ``tensor_maps = True`` and has
     ``tensor_map_load(e, s, coords)``; without it the emitter refuses them.
-    """
 
-    backend: str
-    """The backend's name, in errors."""
-    types: Mapping[ir.Elem, str]
-    """The type of each element type in registers; a type missing is unsupported."""
-    bool_memory: str
-    """The type of a bool element in memory (a byte)."""
-    int_suffixes: Mapping[ir.Elem, str]
-    """The literal suffix of each integer type."""
-    function_prefix: str
-    """What precedes a helper function's return type (``static ``...)."""
-    signed_wraps: bool
-    """Whether signed ``+ - * <<`` wrap as written (else they go through unsigned)."""
-    barrier: str
-    """The statement that waits for the cube (with a memory fence); empty for none."""
-    unroll: str
-    """The line before a loop asking to unroll it; empty for none."""
-    line_sizes: tuple[int, ...]
-    """The line sizes the target has (1 always); a kernel with another is refused."""
-    vector_ops: bool
-    """Whether ``+ - * /`` and ``& | ^`` act per element on the vector types."""
-    native: Native
-    """What the target computes itself: the passes lower the rest."""
-
-    def prepare(self, e: CEmitter) -> None:
-        """Look the kernel over before any line is written (refuse what the target lacks)."""
-
-    def use_type(self, e: CEmitter, elem: ir.Elem, what: str, memory: bool) -> None:
-        """``elem`` is used, in memory or not; ``what`` says where, for a refusal."""
-
-    def float_literal(self, value: float, elem: ir.Elem) -> str:
-        """An exact literal of a float type (NaN, infinities and -0.0 included)."""
-
-    def cast(self, e: CEmitter, x: str, src: ir.Elem, dst: ir.Elem) -> str:
-        """``x`` converted from ``src`` to another type ``dst`` (``docs/ir.md``'s rules)."""
-
-    def bitcast(self, e: CEmitter, x: str, src: ir.Elem, dst: ir.Elem) -> str:
-        """``x``'s bits as another numeric type of its width (32 or 64 bits; integers
-        or floats)."""
-
-    def math(self, e: CEmitter, fn: str, args: list[str], t: ir.Elem) -> str:
-        """C99 math function ``fn`` (``exp``, ``fabs``, ``fmin``, ``fmod``, ``isnan``,
-        ``rint``, ``atan2``, ``hypot``...; and ``rsqrt``) of float type ``t``."""
-
-    def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: ir.Elem) -> str:
-        """An integer function of ``native.functions`` (``COUNT_ONES``...
-        ``SATURATING_SUB``, ``docs/ir.md``) of integer type ``t``."""
-
-    def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
-        """A builtin of ``native.builtins``, as the target has it (None: it has not)."""
-
-    def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
-        """An array parameter's ``len``, ``buffer_len``, ``rank``, ``shape`` or ``stride``
-        (along ``dim``), u32 (``lowering.metadata_kind``)."""
-
-    def subscript(self, array: ArrayRef, index: str, index_type: ir.Elem) -> str:
-        """The element of ``array`` at ``index``, as an lvalue."""
-
-    def vector_type(self, e: CEmitter, elem: ir.Elem, size: int) -> str | None:
-        """The target's vector of ``size`` ``elem``, or None: a struct stands in."""
-
-    def component(self, x: str, k: int, size: int) -> str:
-        """Element ``k`` of the vector ``x`` (a primary expression), as an lvalue."""
-
-    def vector_make(self, e: CEmitter, type_name: str, parts: list[str]) -> str:
-        """A vector of ``type_name`` from its elements."""
-
-    def vector_fill(self, e: CEmitter, type_name: str, x: str) -> str | None:
-        """A vector of ``type_name`` with every element ``x``, or None to make it
-        element by element."""
-
-    def struct_decl(self, e: CEmitter, name: str, member: str, size: int) -> str:
-        """The declaration of the struct ``name`` standing for a line: ``member v[size]``."""
-
-    def struct_make(self, e: CEmitter, name: str, member: str, parts: list[str]) -> str:
-        """A struct ``name`` (of :meth:`struct_decl`) from its elements."""
-
-    def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: ir.Elem,
-                  t: ir.Line) -> str:
-        """Line ``index`` (of ``index_type``) of a line array, as a value of ``t``."""
-
-    def store_whole_line(self, e: CEmitter, array: ArrayRef, index: str,
-                         index_type: ir.Elem, value: str, t: ir.Line) -> str | None:
-        """A statement storing the whole line ``index`` at once, or None to store it
-        element by element."""
-
-    def to_memory(self, x: str, elem: ir.Elem) -> str:
-        """A value as an array element holds it (bool as a byte)."""
-
-    def from_memory(self, x: str, elem: ir.Elem) -> str:
-        """An array element as a value."""
-
-    def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
-               operands: list[str]) -> str:
-        """A call doing ``op`` on lvalue ``element`` with ``operands`` (the compare
-        value first, for a compare-exchange), giving the old value. ``max`` and ``min``
-        on f32 are ``fmax``/``fmin`` where ``native.float_atomics`` has them; a
-        compare-exchange on an f32 array has ``u32`` operands and acts on the bits."""
-
-    def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
-              t: ir.Elem) -> str:
-        """A plane operation (``lane`` a u32, for ``BROADCAST``)."""
-
-    def plane_barrier(self, e: CEmitter) -> str:
-        """The statement that waits for the plane (``sync_plane``), with a memory fence."""
-
-    def shared_decl(self, e: CEmitter, sh: ir.SharedArray, name: str) -> str | None:
-        """The declaration of a shared array in the entry point (None: it is declared
-        with the program's head)."""
-
-    def head(self, e: CEmitter) -> list[str]:
-        """The lines before the helpers: includes, extensions, global declarations."""
-
-    def signature(self, e: CEmitter) -> str:
-        """The entry point's declaration, up to its body."""
-
-    def prologue(self, e: CEmitter) -> None:
-        """Write the entry point's first lines (parameters unpacked...), with ``e.line``."""
-
-
-class StandardC:
-    """Every :class:`CDialect` spelling as C99 has it (``<stdint.h>``, ``<stdbool.h>``,
-    ``<math.h>``); a dialect subclasses it and overrides what differs.
-
-    It has no words for what C99 lacks: the entry point (``head``, ``signature``,
-    ``prologue``), the builtins, atomics and plane operations refuse here. Its
-    :attr:`native`: C's ``&&``/``||`` short-circuit, ``fmin``/``fmax`` have the NaN
-    rule, ``fmod`` is exact and ``<math.h>`` has every float function but ``rsqrt``;
-    the per-axis grid builtins are the dialect's to spell (``builtin``).
+    C99 has no words for the entry point (``head``, ``signature``, ``prologue``), the
+    builtins, atomics and plane operations: they refuse here. Its :attr:`native`:
+    C's ``&&``/``||`` short-circuit, ``fmin``/``fmax`` have the NaN rule, ``fmod`` is
+    exact and ``<math.h>`` has every float function but ``rsqrt``; the per-axis grid
+    builtins are the dialect's to spell (``builtin``).
     """
 
     backend = "c"
+    """The backend's name, in errors."""
     types: Mapping[Elem, str] = {
         Elem.F32: "float", Elem.F64: "double", Elem.I32: "int32_t", Elem.I64: "int64_t",
         Elem.U32: "uint32_t", Elem.U64: "uint64_t", Elem.BOOL: "bool", Elem.I8: "int8_t",
         Elem.U8: "uint8_t", Elem.I16: "int16_t", Elem.U16: "uint16_t"}
+    """The type of each element type in registers; a type missing is unsupported."""
     bool_memory = "uint8_t"
+    """The type of a bool element in memory (a byte)."""
     int_suffixes: Mapping[Elem, str] = {Elem.I32: "", Elem.I64: "LL", Elem.U32: "u",
                                         Elem.U64: "uLL"}
+    """The literal suffix of each integer type."""
     function_prefix = "static "
+    """What precedes a helper function's return type."""
     signed_wraps = False
+    """Whether signed ``+ - * <<`` wrap as written (else they go through unsigned)."""
     barrier = ""
+    """The statement that waits for the cube (with a memory fence); empty for none."""
     unroll = ""
+    """The line before a loop asking to unroll it; empty for none."""
     shared_space = ""
     """What declares an array in cube-local memory (``__shared__ ``...)."""
     line_sizes: tuple[int, ...] = (1,)
+    """The line sizes the target has (1 always); a kernel with another is refused."""
     vector_ops = False
+    """Whether ``+ - * /`` and ``& | ^`` act per element on the vector types."""
     f32_suffix = "f"
     """What single-precision math functions end with (``expf``); empty if overloaded."""
     native = Native(short_circuit=True, nan_minmax=True, float_rem=True,
                     functions={Elem.F32: _C99_MATH, Elem.F64: _C99_MATH})
+    """What the target computes itself: the passes lower the rest."""
 
     def prepare(self, e: CEmitter) -> None:
-        """Nothing to refuse beforehand."""
+        """Look the kernel over before any line is written (refuse what the target
+        lacks): nothing to refuse in C99."""
 
     def use_type(self, e: CEmitter, elem: Elem, what: str, memory: bool) -> None:
-        """Refuse a type without a name here."""
+        """``elem`` is used, in memory or not; ``what`` says where, for a refusal: a type
+        without a name here is refused."""
         if elem not in self.types:
             e.fail(f"{what} is {elem.value}, which the {self.backend} backend lacks")
 
     def float_literal(self, value: float, elem: Elem) -> str:
-        """Hexadecimal (exact); ``NAN`` and ``INFINITY`` for the rest."""
+        """An exact literal of a float type: hexadecimal; ``NAN`` and ``INFINITY`` for
+        the rest."""
         v = value if elem is Elem.F64 else float(np.float32(value))
         suffix = "" if elem is Elem.F64 else "f"
         if math.isnan(v):
@@ -285,14 +176,16 @@ class StandardC:
         return f"(({type_name}){x})"
 
     def cast(self, e: CEmitter, x: str, src: Elem, dst: Elem) -> str:
-        """C's conversions; to bool, ``x != 0``."""
+        """``x`` converted from ``src`` to another type ``dst`` (``docs/ir.md``'s rules):
+        C's conversions; to bool, ``x != 0``."""
         if dst is Elem.BOOL:
             return f"({x} != {e.literal(0, src)})"
         return self.convert(self.types[dst], x)
 
     def bitcast(self, e: CEmitter, x: str, src: Elem, dst: Elem) -> str:
-        """Between integers a conversion (modulo 2^bits, as every C compiler does it);
-        with a float, a helper copying the bits through a union."""
+        """``x``'s bits as another numeric type of its width (32 or 64 bits): between
+        integers a conversion (modulo 2^bits, as every C compiler does it); with a
+        float, a helper copying the bits through a union."""
         if src.is_int and dst.is_int:
             return self.convert(self.types[dst], x)
         name = f"cc_bitcast_{src.value}_{dst.value}"
@@ -302,21 +195,28 @@ class StandardC:
         return f"{name}({x})"
 
     def math(self, e: CEmitter, fn: str, args: list[str], t: Elem) -> str:
-        """``<math.h>``'s functions (``isnan`` as a bool)."""
+        """C99 math function ``fn`` (``exp``, ``fabs``, ``fmin``, ``fmod``, ``isnan``,
+        ``rint``, ``atan2``, ``hypot``...; and ``rsqrt``) of float type ``t``:
+        ``<math.h>``'s (``isnan`` as a bool)."""
         if fn in ("isnan", "isinf"):
             return f"({fn}({args[0]}) != 0)"
         return f"{fn}{self.f32_suffix if t is Elem.F32 else ''}({', '.join(args)})"
 
     def bits(self, e: CEmitter, fn: ir.MathFn, args: list[str], t: Elem) -> str:
-        """Refused: C99 has none of them (a dialect that has one declares it native)."""
+        """An integer function of ``native.functions`` (``COUNT_ONES``...
+        ``SATURATING_SUB``, ``docs/ir.md``) of integer type ``t``; refused: C99 has none
+        of them (a dialect that has one declares it native)."""
         e.fail(f"{fn.value} has no spelling on the {self.backend} backend")
 
     def builtin(self, e: CEmitter, name: ir.BuiltinName) -> str | None:
-        """None: C99 has no launch grid."""
+        """A builtin of ``native.builtins``, as the target has it (None: it has not, as
+        C99 has no launch grid)."""
         return None
 
     def metadata(self, e: CEmitter, kind: str, array: ir.Param, dim: int) -> str:
-        """A parameter of the entry point: ``len_<a>`` (the buffer's length, checked
+        """An array parameter's ``len``, ``buffer_len``, ``rank``, ``shape`` or ``stride``
+        (along ``dim``), u32 (``lowering.metadata_kind``): a parameter of the entry
+        point, ``len_<a>`` (the buffer's length, checked
         mode's bound), ``n_<a>`` (the logical length), ``rank_<a>``, ``shape_<a>_<d>``,
         ``stride_<a>_<d>``."""
         stem = e.stems[array.name]
@@ -328,70 +228,104 @@ class StandardC:
         return f"{'const ' if const else ''}{e.mtype(array.elem)}*"
 
     def subscript(self, array: ArrayRef, index: str, index_type: Elem) -> str:
-        """``a[i]``."""
+        """The element of ``array`` at ``index``, as an lvalue: ``a[i]``."""
         return f"{array.text}[{index}]"
 
     def vector_type(self, e: CEmitter, elem: Elem, size: int) -> str | None:
-        """None: C99 has no vector types."""
+        """The target's vector of ``size`` ``elem``, or None (C99's: it has none): a
+        struct stands in."""
         return None
 
     def component(self, x: str, k: int, size: int) -> str:
-        """``x.v[k]``: the emitter's struct (C99 has no vectors)."""
+        """Element ``k`` of the vector ``x`` (a primary expression), as an lvalue:
+        ``x.v[k]``, the emitter's struct (C99 has no vectors)."""
         return f"{x}.v[{k}]"
 
     def vector_make(self, e: CEmitter, type_name: str, parts: list[str]) -> str:
-        """A compound literal (never called: C99 has no vectors)."""
+        """A vector of ``type_name`` from its elements: a compound literal (never called:
+        C99 has no vectors)."""
         return f"(({type_name}){{{', '.join(parts)}}})"
 
     def vector_fill(self, e: CEmitter, type_name: str, x: str) -> str | None:
-        """None: element by element."""
+        """A vector of ``type_name`` with every element ``x``, or None (C99's) to make it
+        element by element."""
         return None
 
     def struct_decl(self, e: CEmitter, name: str, member: str, size: int) -> str:
-        """``typedef struct { T v[N]; } name;``."""
+        """The declaration of the struct ``name`` standing for a line (``member v[size]``):
+        ``typedef struct { T v[N]; } name;``."""
         return f"typedef struct {{ {member} v[{size}]; }} {name};"
 
     def struct_make(self, e: CEmitter, name: str, member: str, parts: list[str]) -> str:
-        """A compound literal."""
+        """A struct ``name`` (of :meth:`struct_decl`) from its elements: a compound
+        literal."""
         return f"(({name}){{{{{', '.join(parts)}}}}})"
 
     def load_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
                   t: ir.Line) -> str:
-        """A helper per line type, memory and index type reading the elements through
-        a pointer (the index evaluated once)."""
+        """Line ``index`` (of ``index_type``) of a line array, as a value of ``t``: a
+        helper per line type, memory and index type reading the elements through a
+        pointer (the index evaluated once)."""
         return e.line_loader(array, index, index_type, t, lambda j: f"a[{j}]")
 
     def store_whole_line(self, e: CEmitter, array: ArrayRef, index: str, index_type: Elem,
                          value: str, t: ir.Line) -> str | None:
-        """None: element by element."""
+        """A statement storing the whole line ``index`` at once, or None (C99's) to store
+        it element by element."""
         return None
 
     def to_memory(self, x: str, elem: Elem) -> str:
-        """Bool as a byte."""
+        """A value as an array element holds it (bool as a byte)."""
         return self.convert(self.bool_memory, x) if elem is Elem.BOOL else x
 
     def from_memory(self, x: str, elem: Elem) -> str:
-        """A byte as a bool."""
+        """An array element as a value (a byte as a bool)."""
         return f"({x} != 0)" if elem is Elem.BOOL else x
 
     def atomic(self, e: CEmitter, op: ir.AtomicOp, array: ArrayRef, element: str,
                operands: list[str]) -> str:
-        """Refused: C99 has no atomics."""
+        """A call doing ``op`` on lvalue ``element`` with ``operands`` (the compare value
+        first, for a compare-exchange), giving the old value; ``max`` and ``min`` on
+        f32 are ``fmax``/``fmin`` where ``native.float_atomics`` has them, and a
+        compare-exchange on an f32 array has ``u32`` operands and acts on the bits.
+        Refused: C99 has no atomics."""
         e.fail(f"atomic {op.value} needs atomics, which the {self.backend} backend lacks")
 
     def plane(self, e: CEmitter, fn: ir.PlaneFn, value: str, lane: str | None,
               t: Elem) -> str:
-        """Refused: C99 has no planes."""
+        """A plane operation (``lane`` a u32, for ``BROADCAST``); refused: C99 has no
+        planes."""
         e.fail(f"plane_{fn.value} needs plane operations, which the {self.backend} "
                "backend lacks")
 
     def plane_barrier(self, e: CEmitter) -> str:
-        """Refused: C99 has no planes."""
+        """The statement that waits for the plane (``sync_plane``), with a memory fence;
+        refused: C99 has no planes."""
         e.fail(f"sync_plane needs plane operations, which the {self.backend} backend lacks")
 
     def shared_decl(self, e: CEmitter, sh: ir.SharedArray, name: str) -> str | None:
-        """An array in :attr:`shared_space`."""
+        """The declaration of a shared array in the entry point (None: it is declared
+        with the program's head): an array in :attr:`shared_space`."""
         return f"{self.shared_space}{e.mtype(sh.elem)} {name}[{sh.size}];"
+
+    def head(self, e: CEmitter) -> list[str]:
+        """The lines before the helpers: includes, extensions, global declarations
+        (C99's headers)."""
+        return ["#include <stdint.h>", "#include <stdbool.h>", "#include <math.h>"]
+
+    def signature(self, e: CEmitter) -> str:
+        """The entry point's declaration, up to its body: refused, C99 has no entry
+        point of a launch."""
+        e.fail(f"the {self.backend} backend's dialect names no entry point (signature)")
+
+    def prologue(self, e: CEmitter) -> None:
+        """Write the entry point's first lines (parameters unpacked...), with
+        ``e.line``: none in C99."""
+
+
+CDialect = StandardC
+"""The dialect protocol, which :class:`StandardC` states once with C99's spellings:
+what a dialect subclassing it overrides."""
 
 
 class CEmitter(StructuredEmitter):

@@ -78,7 +78,8 @@ from dataclasses import dataclass
 from cubecl_server import ir
 from cubecl_server.backend import CompiledKernel, CubeDim
 from cubecl_server.backend.compiling import ExecutionMode
-from cubecl_server.backend.lowering import ALL_BUILTINS, Native, StructuredEmitter, metadata_kind
+from cubecl_server.backend.lowering import Native, StructuredEmitter, metadata_kind
+from cubecl_server.backends.cpu.support import CHUNK_BUILTINS
 
 __all__ = ["PLANE_SIZE", "CpuCompiler", "NATIVE"]
 
@@ -105,12 +106,14 @@ _FLOAT_FNS = {ir.MathFn.EXP: "np.exp", ir.MathFn.LOG: "np.log", ir.MathFn.SQRT: 
               ir.MathFn.HYPOT: "np.hypot", ir.MathFn.POW: "np.power",
               ir.MathFn.MIN: "np.fmin", ir.MathFn.MAX: "np.fmax"}
 _MATH = frozenset(_FLOAT_FNS) | {ir.MathFn.FMA}
-NATIVE = Native(nan_minmax=True, float_rem=True, builtins=ALL_BUILTINS, zeroed_shared=True,
+NATIVE = Native(nan_minmax=True, float_rem=True, zeroed_shared=True,
+                builtins=frozenset({*map(ir.BuiltinName, CHUNK_BUILTINS), ir.BuiltinName.PLANE_DIM,
+                                    ir.BuiltinName.UNIT_POS_PLANE}),
                 zeroed_local_arrays=True, float_atomics=frozenset(ir.AtomicOp),
                 checked_position=True,
                 functions={ir.Elem.F16: _MATH, ir.Elem.F32: _MATH, ir.Elem.F64: _MATH})
 """What NumPy computes itself: its ufuncs (``fmin``/``fmax`` with the NaN rule,
-``fmod``), every builtin from the chunk's grid, arrays allocated zeroed, atomics run
+``fmod``), the chunk's builtins and the plane's, arrays allocated zeroed, atomics run
 lane after lane, accesses at the unit's position as slices that stop at the array's
 end (``support.view_pos``, ``store_pos``). The rest - short circuits, the integer
 functions, ``erf`` (NumPy has none) - is IR."""
@@ -126,11 +129,8 @@ _PLANE_FNS = {ir.PlaneFn.SUM: "_s.plane_sum", ir.PlaneFn.MAX: "_s.plane_max",
               ir.PlaneFn.EXCLUSIVE_PROD: "_s.plane_exclusive_prod"}
 # The same in every lane of a launch. Unlike lang.uniformity's per-cube set, CUBE_POS*
 # is left out: one chunk holds several cubes.
-_UNIFORM_BUILTINS = frozenset({
-    ir.BuiltinName.CUBE_DIM, ir.BuiltinName.CUBE_DIM_X, ir.BuiltinName.CUBE_DIM_Y,
-    ir.BuiltinName.CUBE_DIM_Z, ir.BuiltinName.CUBE_COUNT, ir.BuiltinName.CUBE_COUNT_X,
-    ir.BuiltinName.CUBE_COUNT_Y, ir.BuiltinName.CUBE_COUNT_Z, ir.BuiltinName.PLANE_DIM,
-})
+_UNIFORM_BUILTINS = frozenset({ir.BuiltinName.CUBE_COUNT_X, ir.BuiltinName.CUBE_COUNT_Y,
+                               ir.BuiltinName.CUBE_COUNT_Z, ir.BuiltinName.PLANE_DIM})
 
 
 class CpuCompiler:
@@ -434,13 +434,12 @@ class _Emitter(StructuredEmitter):
                       f"{self.expr(s.index)}, {val}, {mask})", text)
             return
         line = ir.line_size(s.value.type)
-        if line > 1 and self._is_pos(s.index):
-            self.line(f"_s.store_line_pos({arr}, {line}, g, {val}, {mask})", text)
+        size = self._pos_size(s.array, s.index, line)
+        if size is not None:
+            self.line(f"_s.store_pos({arr}, g, {val}, {mask}{size})", text)
         elif line > 1:
             self.line(f"_s.store_line({arr}, {line}, {self.expr(s.index)}, {val}, {mask})",
                       text)
-        elif self._is_pos(s.index) and self.arrays[s.array].line == 1:
-            self.line(f"_s.store_pos({arr}, g, {val}, {mask})", text)
         else:
             self.line(f"_s.store({arr}, {self.expr(s.index)}, {val}, {mask})", text)
 
@@ -562,6 +561,14 @@ class _Emitter(StructuredEmitter):
                 return isinstance(t, ir.Elem) and t.is_int and t.bits >= 32 and self._is_pos(x)
         return False
 
+    def _pos_size(self, array: str, index: ir.Expr, line: int) -> str | None:
+        """For an access at the unit's position that ``support``'s ``*_pos`` slices
+        serve (of lines, or of an array of elements), the line size argument they take
+        (empty for elements); None for any other access."""
+        if not self._is_pos(index) or (line == 1 and self.arrays[array].line != 1):
+            return None
+        return f", {line}" if line > 1 else ""
+
     def _is_uniform(self, e: ir.Expr) -> bool:
         """Whether ``e`` is known at compile time to be the same in every lane."""
         match e:
@@ -639,19 +646,17 @@ class _Emitter(StructuredEmitter):
         it and the value is consumed)."""
         arr, mask = self._py(e.array), self.mask
         line = ir.line_size(e.type)
-        if line > 1 and self._is_pos(e.index):
-            fn = "view_line_pos" if self.consumed else "load_line_pos"
-            return f"_s.{fn}({arr}, {line}, g)"
-        if line > 1:
-            return f"_s.load_line({arr}, {line}, {self.expr(e.index)}, {mask})"
         if e.array in self.shared:
             return (f"_s.load_shared({arr}, {self.shared[e.array].size}, g, "
                     f"{self.expr(e.index)}, {mask})")
         if e.array in self.local_arrays:
             return (f"_s.load_local({arr}, {self.local_arrays[e.array].size}, g, "
                     f"{self.expr(e.index)}, {mask})")
-        if self._is_pos(e.index) and self.arrays[e.array].line == 1:
-            return f"_s.{'view_pos' if self.consumed else 'load_pos'}({arr}, g)"
+        size = self._pos_size(e.array, e.index, line)
+        if size is not None:
+            return f"_s.{'view_pos' if self.consumed else 'load_pos'}({arr}, g{size})"
+        if line > 1:
+            return f"_s.load_line({arr}, {line}, {self.expr(e.index)}, {mask})"
         return f"_s.load({arr}, {self.expr(e.index)}, {mask})"
 
     def expr_metadata(self, e: ir.Len | ir.BufferLen | ir.Rank | ir.Shape | ir.Stride) -> str:

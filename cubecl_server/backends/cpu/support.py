@@ -116,11 +116,19 @@ class QuietRun:
 # ---------------------------------------------------------------- the launch grid
 
 
+CHUNK_BUILTINS = frozenset({
+    "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z", "CUBE_POS", "CUBE_POS_X",
+    "CUBE_POS_Y", "CUBE_POS_Z", "CUBE_COUNT_X", "CUBE_COUNT_Y", "CUBE_COUNT_Z", "ABSOLUTE_POS"})
+"""The builtins a chunk holds (:class:`Grid`): the cpu's native ones, but for the plane's
+two; the core's passes derive the rest from them."""
+
+
 class Grid:
     """One chunk of a launch: ``ncubes`` whole cubes starting at cube ``cube0``.
 
-    Its builtins are named as :class:`cubecl_server.ir.BuiltinName` members and are
-    ``u32`` values, computed on first use and kept for the chunk.
+    Its builtins (:data:`CHUNK_BUILTINS`) are named as
+    :class:`cubecl_server.ir.BuiltinName` members and are ``u32`` values, computed on
+    first use and kept for the chunk.
     """
 
     def __init__(self, count: tuple[int, int, int], dim: tuple[int, int, int],
@@ -134,9 +142,6 @@ class Grid:
         self.p0 = cube0 * self.cube_size
         self.last = self.p0 + self.n - 1
         """The chunk's last position: with ``p0``, the range a bounds test is decided on."""
-        self.CUBE_DIM = _u32(self.cube_size)
-        self.CUBE_DIM_X, self.CUBE_DIM_Y, self.CUBE_DIM_Z = (_u32(d) for d in dim)
-        self.CUBE_COUNT = _u32(count[0] * count[1] * count[2])
         self.CUBE_COUNT_X, self.CUBE_COUNT_Y, self.CUBE_COUNT_Z = (_u32(c) for c in count)
 
     @property
@@ -190,18 +195,6 @@ class Grid:
     def ABSOLUTE_POS(self) -> np.ndarray:
         return _cached(("iota32", self.n),
                        lambda: _iota(self.n).astype(np.uint32)) + _u32(self.p0)
-
-    @cached_property
-    def ABSOLUTE_POS_X(self) -> np.ndarray:
-        return self.CUBE_POS_X * self.CUBE_DIM_X + self.UNIT_POS_X
-
-    @cached_property
-    def ABSOLUTE_POS_Y(self) -> np.ndarray:
-        return self.CUBE_POS_Y * self.CUBE_DIM_Y + self.UNIT_POS_Y
-
-    @cached_property
-    def ABSOLUTE_POS_Z(self) -> np.ndarray:
-        return self.CUBE_POS_Z * self.CUBE_DIM_Z + self.UNIT_POS_Z
 
     def pos_cmp(self, op: str, bound: Value) -> Value:
         """``ABSOLUTE_POS op bound`` for a uniform ``bound``.
@@ -466,28 +459,27 @@ def load(arr: np.ndarray, idx: Value, m: Mask) -> Value:
     return _read(arr, i, sel, idx.shape[0])
 
 
-def view_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
-    """``arr[ABSOLUTE_POS]``, possibly a view of ``arr``: for a value used at once.
+def view_pos(arr: np.ndarray, g: Grid, size: int = 1) -> np.ndarray:
+    """``arr[ABSOLUTE_POS]`` (lines of ``size`` elements as ``(lanes, size)``),
+    possibly a view of ``arr``: for a value used at once.
 
     Lanes past the end read 0 in both modes, since they are the inactive lanes of a
     bounds test in any correct kernel.
     """
-    lo, n = g.p0, len(arr)
-    if lo == 0 and g.n == n:
-        return arr  # the whole array: not even a view to make
-    hi = lo + g.n
+    lo, hi, n = g.p0 * size, (g.p0 + g.n) * size, len(arr)
     if hi <= n:
-        return arr[lo:hi]
-    out = np.zeros(g.n, arr.dtype)
+        view = arr if lo == 0 and hi == n else arr[lo:hi]  # the whole array: no view
+        return view if size == 1 else view.reshape(g.n, size)
+    out = np.zeros(hi - lo, arr.dtype)
     if lo < n:
         out[:n - lo] = arr[lo:]
-    return out
+    return out if size == 1 else out.reshape(g.n, size)
 
 
-def load_pos(arr: np.ndarray, g: Grid) -> np.ndarray:
-    """``arr[ABSOLUTE_POS]`` as a value of its own (safe to keep past later stores)."""
-    lo, hi = g.p0, g.p0 + g.n
-    return arr[lo:hi].copy() if hi <= arr.shape[0] else view_pos(arr, g)
+def load_pos(arr: np.ndarray, g: Grid, size: int = 1) -> np.ndarray:
+    """:func:`view_pos` as a value of its own (safe to keep past later stores)."""
+    view = view_pos(arr, g, size)
+    return view.copy() if (g.p0 + g.n) * size <= arr.shape[0] else view
 
 
 def store(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
@@ -499,28 +491,32 @@ def store(arr: np.ndarray, idx: Value, val: Value, m: Mask) -> None:
     _write(arr, i, val, sel)
 
 
-def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask) -> None:
-    """``arr[ABSOLUTE_POS] = val`` for the active lanes, as one slice assignment.
+def store_pos(arr: np.ndarray, g: Grid, val: Value, m: Mask, size: int = 1) -> None:
+    """``arr[ABSOLUTE_POS] = val`` (lines of ``size`` elements) for the active lanes, as
+    one slice assignment.
 
     Lanes past the end are dropped in both modes (see :func:`view_pos`).
     """
-    if m is True:
-        lo, n = g.p0, len(arr)
-        if lo == 0 and g.n == n:
+    lo, n = g.p0 * size, len(arr)
+    hi = lo + g.n * size
+    if m is True and size == 1 and hi <= n:
+        if lo == 0 and hi == n:
             arr[...] = val  # the whole array: no slice object, no view
-            return
-        if lo + g.n <= n:
-            arr[lo:lo + g.n] = val
-            return
-    k = min(g.n, arr.shape[0] - g.p0)
+        else:
+            arr[lo:hi] = val
+        return
+    k = min(hi, n) - lo
     if k <= 0 or m is False:
         return
-    dst = arr[g.p0:g.p0 + k]
-    v = val[:k] if _is_lanes(val) else val
+    dst = arr[lo:lo + k]
+    if size > 1:
+        v = np.broadcast_to(val, (g.n, size)).reshape(-1)[:k]
+    else:
+        v = val[:k] if _is_lanes(val) else val
     if m is True:
         dst[...] = v
     else:
-        np.copyto(dst, v, where=m[:k])
+        np.copyto(dst, v, where=(m if size == 1 else np.repeat(m, size))[:k])
 
 
 def _shared_access(g: Grid, size: int, idx: Value, m: Mask,
@@ -629,37 +625,3 @@ def store_line(arr: np.ndarray, size: int, idx: Value, val: Value, m: Mask) -> N
         flat, vals = flat[sel], vals[sel]
     # NumPy assigns repeated indices in order: the last lane wins.
     arr[flat.reshape(-1)] = vals.reshape(-1)
-
-
-def view_line_pos(arr: np.ndarray, size: int, g: Grid) -> np.ndarray:
-    """Lines ``ABSOLUTE_POS`` of ``arr``: a (lanes, size) view where they are all in
-    the array; elements past its end read 0 (in both modes, as :func:`view_pos`)."""
-    lo, hi, n = g.p0 * size, (g.p0 + g.n) * size, arr.shape[0]
-    if hi <= n:
-        return arr[lo:hi].reshape(g.n, size)
-    out = np.zeros(g.n * size, arr.dtype)
-    if lo < n:
-        out[:n - lo] = arr[lo:]
-    return out.reshape(g.n, size)
-
-
-def load_line_pos(arr: np.ndarray, size: int, g: Grid) -> np.ndarray:
-    """:func:`view_line_pos` as a value of its own (safe to keep past later stores)."""
-    hi = (g.p0 + g.n) * size
-    view = view_line_pos(arr, size, g)
-    return view.copy() if hi <= arr.shape[0] else view
-
-
-def store_line_pos(arr: np.ndarray, size: int, g: Grid, val: Value, m: Mask) -> None:
-    """Lines ``ABSOLUTE_POS`` of ``arr`` = ``val`` for the active lanes, as one slice
-    assignment; elements past the end are dropped (in both modes, as :func:`store_pos`)."""
-    lo = g.p0 * size
-    k = min(g.n * size, arr.shape[0] - lo)
-    if k <= 0 or m is False:
-        return
-    dst = arr[lo:lo + k]
-    v = np.broadcast_to(val, (g.n, size)).reshape(-1)[:k]
-    if m is True:
-        dst[...] = v
-    else:
-        np.copyto(dst, v, where=np.repeat(m, size)[:k])

@@ -75,17 +75,13 @@ SUPPORT_NAMES = frozenset({
     "plane_broadcast", "load_local", "store_local", "bitcast", "plane_min", "plane_prod",
     "plane_all", "plane_any", "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot",
     "plane_shuffle_xor", "plane_inclusive_prod", "plane_exclusive_prod", "fill", "element",
-    "make_line", "merge_line", "select_lanes", "load_line", "store_line", "view_line_pos",
-    "load_line_pos", "store_line_pos",
+    "make_line", "merge_line", "select_lanes", "load_line", "store_line",
 })
 """What generated code reads from ``_s`` (the support module): its helpers."""
 
-GRID_NAMES = frozenset({"pos_cmp", "ncubes", "n"}) | frozenset(
-    n.value for n in ir.BuiltinName if not n.value.startswith("CUBE_DIM")
-    and n not in (ir.BuiltinName.PLANE_DIM, ir.BuiltinName.UNIT_POS_PLANE))
-"""What generated code reads from a chunk ``g``: the builtins it holds, the bounds test
-the cube count and the lane count (the cube dim is a constant of the core IR, and the
-two plane builtins are emitted without it)."""
+GRID_NAMES = frozenset({"pos_cmp", "ncubes", "n"}) | support.CHUNK_BUILTINS
+"""What generated code reads from a chunk ``g``: the builtins it holds, the bounds test,
+the cube count and the lane count."""
 
 STRINGS = frozenset({"<", "<=", ">", ">=", "inf", "-inf", "nan"}) | frozenset(
     op.value for op in ir.AtomicOp)

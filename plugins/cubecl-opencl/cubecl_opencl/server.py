@@ -56,11 +56,16 @@ class OpenclServer:
 
     def read(self, binding: Binding) -> np.ndarray:
         """A host copy of the binding's elements (waits for the work before it)."""
+        return self._read(self.queue, binding, None)
+
+    def _read(self, queue: cl.CommandQueue, binding: Binding,
+              wait_for: list[cl.Event] | None) -> np.ndarray:
+        """A blocking copy of the binding on ``queue``, after the events ``wait_for``."""
         out = np.empty(binding.size // (binding.elem.bits // 8), binding.elem.numpy_name)
         if out.size:
             try:
-                cl.enqueue_copy(self.queue, out, binding.resource, src_offset=binding.offset,
-                                is_blocking=True)
+                cl.enqueue_copy(queue, out, binding.resource, src_offset=binding.offset,
+                                wait_for=wait_for, is_blocking=True)
             except cl.Error as e:
                 raise cl_error("clEnqueueReadBuffer", e) from e
         return out
@@ -141,17 +146,9 @@ class OpenclServer:
         no event, as :meth:`read`."""
         if not isinstance(event, OpenclEvent):
             return self.read(binding)
-        out = np.empty(binding.size // (binding.elem.bits // 8), binding.elem.numpy_name)
-        if out.size:
-            if self._read_queue is None:
-                self._read_queue = cl.CommandQueue(self.context, self.cl_device)
-            try:
-                cl.enqueue_copy(self._read_queue, out, binding.resource,
-                                src_offset=binding.offset, wait_for=[event.event],
-                                is_blocking=True)
-            except cl.Error as e:
-                raise cl_error("clEnqueueReadBuffer", e) from e
-        return out
+        if self._read_queue is None:
+            self._read_queue = cl.CommandQueue(self.context, self.cl_device)
+        return self._read(self._read_queue, binding, [event.event])
 
     def _profiling(self) -> cl.CommandQueue:
         if self._profiling_queue is None:

@@ -3,11 +3,8 @@ conversions, selects and lines, each as SPIR-V spells it.
 
 A line is a tuple of its elements' ids: every operation on lines applies the scalar
 one to each element, so lines of 8 and 16 need no vector type. The core IR leaves
-nothing to decide: a divisor is never 0 nor -1, a shift amount is below the width,
-``and``/``or`` may evaluate both sides, and only :mod:`cubecl_vulkan.native`'s
-functions remain - GLSL.std.450's (f16 computed in f32) and SPIR-V's integer ones on 32
-bits; float ``%`` is no longer there (``Native.float_rem`` is False: the core's
-``fmod``).
+nothing to decide (:mod:`cubecl_server.lowering.passes`): only
+:mod:`cubecl_vulkan.native`'s functions remain (f16 computed in f32).
 """
 
 from __future__ import annotations

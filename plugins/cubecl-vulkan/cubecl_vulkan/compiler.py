@@ -25,25 +25,11 @@ The shader's interface (what :class:`ShaderLayout` records and the server fills)
 - The cube dim is the ``LocalSize`` execution mode: part of the ArtifactId, so a
   constant here.
 
-What the lowering leaves to the core (:mod:`cubecl_vulkan.emitter`): the core's passes
-write every rule of the IR the device does not compute itself
-(:mod:`cubecl_vulkan.native`) before a word is written - checked accesses, counted
-loops, division by 0, shift amounts, ``min``/``max`` with a NaN, the integer
-functions past 32 bits, float atomics as compare-exchange loops, cleared shared
-memory, the derived builtins and the math library (every float function but
-GLSL.std.450's ``sqrt inverseSqrt floor ceil roundEven trunc``, and float ``%``).
-Integer arithmetic wraps (SPIR-V's does); f16 functions are evaluated in f32. Lines
-are their elements' values, each operation applied to each element.
-
-Device-dependent parts come from :class:`ShaderFeatures`: f64 needs
-``shaderFloat64``, i64/u64 ``shaderInt64``, f16 ``shaderFloat16`` plus 16-bit
-storage, bool arrays 8-bit storage, 64-bit atomics the Int64Atomics features, native
-f32 atomic add ``VK_EXT_shader_atomic_float`` and min/max ``..._float2`` (else they
-are compare-exchange loops), plane operations subgroup basic,
-arithmetic, shuffle, vote and ballot in compute (``PLANE_DIM`` is the
-``SubgroupSize`` built-in). A kernel that needs what the device lacks raises
-``CompilationError`` saying which feature; those refusals, and the device's limits,
-are all it checks.
+What the core's passes write before a word is (the rules of the IR the device does
+not compute itself, :mod:`cubecl_vulkan.native`), how the rest is spelled
+(:mod:`cubecl_vulkan.emitter`) and what is refused for the device's features and
+limits (:mod:`cubecl_vulkan.checks`, ``CompilationError`` naming the feature) are
+those modules'.
 """
 
 from __future__ import annotations

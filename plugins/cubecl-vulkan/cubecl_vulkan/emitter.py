@@ -3,10 +3,8 @@ SPIR-V 1.3 compute module, on the core's
 :class:`~cubecl_server.backend.StructuredEmitter`.
 
 The core's passes run first, for what the device computes itself
-(:func:`~cubecl_vulkan.native.native_for`): checked accesses, counted loops, integer
-division and shifts, NaN-aware ``min``/``max``, the integer functions past 32 bits,
-float atomics the device lacks, cleared shared memory and the derived builtins
-arrive as plain IR, which this emitter only spells. It is the op families on the
+(:func:`~cubecl_vulkan.native.native_for`): the emitter receives the core IR
+(:mod:`cubecl_server.lowering.passes`), which it only spells. It is the op families on the
 shader's interface (:mod:`~cubecl_vulkan.interface`: the info words at binding 0,
 array ``i`` at binding ``1 + i``, the cube dim as the work-group size, the folded
 grid): :mod:`~cubecl_vulkan.control` (statements), :mod:`~cubecl_vulkan.memory`

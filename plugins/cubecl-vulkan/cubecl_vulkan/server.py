@@ -83,20 +83,19 @@ class VulkanServer:
                             None)
         self._fences = self.ffi.new("VkFence[1]", [self._fence])
         self._cmds = self.ffi.new("VkCommandBuffer[1]", [self._cmd])
-        self._barrier = self.ffi.new("VkMemoryBarrier*", {
-            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            "srcAccessMask": vk.VK_ACCESS_SHADER_WRITE_BIT,
-            "dstAccessMask": vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT})
-        self._host_barrier = self.ffi.new("VkMemoryBarrier*", {
-            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            "srcAccessMask": vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-            "dstAccessMask": vk.VK_ACCESS_HOST_READ_BIT})
+        def barrier(src: int, dst: int) -> Any:
+            return self.ffi.new("VkMemoryBarrier*", {
+                "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, "srcAccessMask": src,
+                "dstAccessMask": dst})
+
+        write = vk.VK_ACCESS_SHADER_WRITE_BIT
+        self._barrier = barrier(write, vk.VK_ACCESS_SHADER_READ_BIT | write)
+        self._host_barrier = barrier(write | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                     vk.VK_ACCESS_HOST_READ_BIT)
+        access = (write | vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+                  | vk.VK_ACCESS_TRANSFER_READ_BIT)
+        self._all_barrier = barrier(access, access)
         self._offset = self.ffi.new("uint32_t[1]")
-        access = (vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_SHADER_READ_BIT
-                  | vk.VK_ACCESS_TRANSFER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT)
-        self._all_barrier = self.ffi.new("VkMemoryBarrier*", {
-            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, "srcAccessMask": access,
-            "dstAccessMask": access})
 
         self._arena: VulkanBuffer = self.storage.create_buffer(
             metadata_bytes, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, host=True)
@@ -567,6 +566,15 @@ class TimedVulkanServer(VulkanServer):
             self._timing = False
         return self._ticks * self.physical.timestamp_period * 1e-9
 
+    def _new_query_pool(self) -> Any:
+        """A pool of :data:`QUERIES_PER_POOL` timestamp queries."""
+        vk = self.vk
+        info = vk.VkQueryPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=QUERIES_PER_POOL)
+        return check("vkCreateQueryPool", vk.vkCreateQueryPool, self.vkdevice.handle, info,
+                     None)
+
     def _next_queries(self) -> tuple[Any, int]:
         """A query pool and the first of two fresh queries in it, reset in the open
         command buffer when the pool is first used in it."""
@@ -574,12 +582,7 @@ class TimedVulkanServer(VulkanServer):
         pool_index, query = divmod(at, QUERIES_PER_POOL)
         if query == 0:
             if pool_index == len(self._query_pools):
-                vk = self.vk
-                info = vk.VkQueryPoolCreateInfo(
-                    sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                    queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=QUERIES_PER_POOL)
-                self._query_pools.append(check("vkCreateQueryPool", vk.vkCreateQueryPool,
-                                               self.vkdevice.handle, info, None))
+                self._query_pools.append(self._new_query_pool())
             self.untimed_lib.vkCmdResetQueryPool(self._cmd, self._query_pools[pool_index], 0,
                                                  QUERIES_PER_POOL)
         self._queries = at + 2
@@ -594,10 +597,7 @@ class TimedVulkanServer(VulkanServer):
         if used:
             self._collect(used)
         if timed:
-            vk = self.vk
-            check("vkGetQueryPoolResults", vk.vkGetQueryPoolResults, self.vkdevice.handle,
-                  self._event_pool, 0, len(timed), len(timed) * 8, self._results, 8,
-                  vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+            self._query_results(self._event_pool, len(timed))
             for i, event in enumerate(timed):
                 event.ticks = int(self._results[i]) & self.tick_mask
                 event.complete = True
@@ -611,11 +611,7 @@ class TimedVulkanServer(VulkanServer):
             self.sync()
         vk = self.vk
         if self._event_pool is None:
-            info = vk.VkQueryPoolCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=QUERIES_PER_POOL)
-            self._event_pool = check("vkCreateQueryPool", vk.vkCreateQueryPool,
-                                     self.vkdevice.handle, info, None)
+            self._event_pool = self._new_query_pool()
         self._begin()
         query = len(self._timed_events)
         # Its own event: two timed events of one batch hold two timestamps.
@@ -627,13 +623,17 @@ class TimedVulkanServer(VulkanServer):
         self._timed_events.append(event)
         return event
 
-    def _collect(self, used: int) -> None:
+    def _query_results(self, pool: Any, n: int) -> None:
+        """The first ``n`` timestamps of ``pool`` into the results array, once written."""
         vk = self.vk
+        check("vkGetQueryPoolResults", vk.vkGetQueryPoolResults, self.vkdevice.handle, pool,
+              0, n, n * 8, self._results, 8,
+              vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+
+    def _collect(self, used: int) -> None:
         for pool_index in range(-(-used // QUERIES_PER_POOL)):
             n = min(used - pool_index * QUERIES_PER_POOL, QUERIES_PER_POOL)
-            check("vkGetQueryPoolResults", vk.vkGetQueryPoolResults, self.vkdevice.handle,
-                  self._query_pools[pool_index], 0, n, n * 8, self._results, 8,
-                  vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+            self._query_results(self._query_pools[pool_index], n)
             stamps = np.frombuffer(self.ffi.buffer(self._results, n * 8), np.uint64)
             stamps = stamps & np.uint64(self.tick_mask)
             # Modulo the valid bits: a counter that wrapped between the two still counts.
