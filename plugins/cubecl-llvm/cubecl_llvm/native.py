@@ -11,7 +11,7 @@ from functools import cache
 import llvmlite
 import llvmlite.binding as llvm
 
-__all__ = ["OPT_LEVEL", "compile_object", "load_object", "toolchain"]
+__all__ = ["OPT_LEVEL", "compile_object", "f16_in_hardware", "load_object", "toolchain"]
 
 OPT_LEVEL = 2
 """LLVM's optimisation level for every kernel: loops vectorised, compile time modest."""
@@ -30,6 +30,15 @@ def _machine() -> llvm.TargetMachine:
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                         features=llvm.get_host_cpu_features().flatten(),
                                         opt=OPT_LEVEL, reloc="pic", codemodel="default")
+
+
+@cache
+def f16_in_hardware() -> bool:
+    """Whether this CPU converts f16 itself: F16C on x86 (without it LLVM would call
+    compiler-rt, which the process lacks), always elsewhere."""
+    if not llvm.get_process_triple().startswith(("x86_64", "i386", "i686")):
+        return True
+    return llvm.get_host_cpu_features().get("f16c", False)
 
 
 @cache
