@@ -99,6 +99,83 @@ def _escapes(stmts: tuple[ir.Stmt, ...]) -> bool:
     return False
 
 
+_CUBE_BUILTINS = frozenset({B.CUBE_POS, B.CUBE_POS_X, B.CUBE_POS_Y, B.CUBE_POS_Z,
+                            B.CUBE_COUNT, B.CUBE_COUNT_X, B.CUBE_COUNT_Y, B.CUBE_COUNT_Z,
+                            B.CUBE_DIM, B.CUBE_DIM_X, B.CUBE_DIM_Y, B.CUBE_DIM_Z, B.PLANE_DIM})
+
+
+def _bodies(s: ir.Stmt) -> tuple[tuple[ir.Stmt, ...], ...]:
+    """The statement lists directly inside ``s``."""
+    if isinstance(s, ir.If):
+        return s.then, s.orelse
+    if isinstance(s, (ir.For, ir.While)):
+        return (s.body,)
+    return ()
+
+
+def _is_uniform(e: ir.Expr, uniform: set[str], scalars: object) -> bool:
+    """Whether ``e`` has one value for every unit of a cube: it reads no memory and no
+    unit's position, only constants, scalars, metadata, the cube's position and
+    ``uniform`` locals."""
+    for n in ir.walk(e):
+        if isinstance(n, (ir.Load, ir.PlaneOp)):
+            return False
+        if isinstance(n, ir.Var) and n.name not in uniform and n.name not in scalars:  # type: ignore[operator]
+            return False
+        if isinstance(n, ir.Builtin) and n.name not in _CUBE_BUILTINS:
+            return False
+    return True
+
+
+def _uniform_locals(kernel: ir.Kernel, scalars: set[str]) -> set[str]:
+    """The locals every unit of a cube holds the same value of: assigned only by
+    statements of the kernel's top level, from uniform values (``_is_uniform``)."""
+    top: dict[str, list[ir.Expr]] = {}
+    elsewhere: set[str] = set()
+    for s in kernel.body:
+        if isinstance(s, ir.Assign):
+            top.setdefault(s.name, []).append(s.value)
+        for n in ir.walk(s):
+            if isinstance(n, ir.Assign) and n is not s:
+                elsewhere.add(n.name)
+            elif isinstance(n, ir.For):
+                elsewhere.add(n.var)
+            elif isinstance(n, ir.AtomicStmt) and n.result is not None:
+                elsewhere.add(n.result)
+    uniform = set(top) - elsewhere
+    while True:
+        keep = {n for n in uniform if all(_is_uniform(v, uniform, scalars) for v in top[n])}
+        if keep == uniform:
+            return uniform
+        uniform = keep
+
+
+def _rematerialised(kernel: ir.Kernel, scalars: set[str]) -> dict[str, ir.Expr]:
+    """The locals computed again where they are read instead of kept: each assigned
+    once, at the kernel's top level before any read, from positions, constants,
+    scalars, metadata and other such locals, without reading memory. Where locals live
+    per unit, this keeps ``col = CUBE_POS_X * 16 + UNIT_POS_X`` a function of the units'
+    loop, so that LLVM sees neighbouring units access neighbouring elements."""
+    assigns: dict[str, int] = {}
+    for n in ir.walk(kernel):
+        if isinstance(n, ir.Assign):
+            assigns[n.name] = assigns.get(n.name, 0) + 1
+        elif isinstance(n, ir.For):
+            assigns[n.var] = 2
+        elif isinstance(n, ir.AtomicStmt) and n.result is not None:
+            assigns[n.result] = 2
+    out: dict[str, ir.Expr] = {}
+    read: set[str] = set()
+    for s in kernel.body:
+        if isinstance(s, ir.Assign) and assigns[s.name] == 1 and s.name not in read and all(
+                not isinstance(n, (ir.Load, ir.PlaneOp))
+                and (not isinstance(n, ir.Var) or n.name in scalars or n.name in out)
+                for n in ir.walk(s.value)):
+            out[s.name] = s.value
+        read |= {n.name for n in ir.walk(s) if isinstance(n, ir.Var)}
+    return out
+
+
 @dataclass
 class _Loop:
     """Where a ``break`` and a ``continue`` go; ``flag`` for a loop of the cube."""
@@ -125,11 +202,15 @@ class LlvmEmitter(lo.StructuredEmitter):
         self.pre = ll.IRBuilder(self.fn.append_basic_block("entry"))
         self.b = ll.IRBuilder(self.fn.append_basic_block("start"))
         self.words = self.fn.args[0]
-        self.per_unit = any(isinstance(s, ir.Barrier) for s in ir.walk(k.body))
         self.returns = any(isinstance(s, ir.Return) for s in ir.walk(k.body))
+        self.uniform = _uniform_locals(k, set(self.scalars))
+        self.remat = _rematerialised(k, set(self.scalars))
+        self.per_unit = any(isinstance(s, ir.Barrier) for s in ir.walk(k.body)) or \
+            self._hoists(k.body)
         self.meta_used: dict[tuple[str, str, int], ll.Value] = {}
         self._words: dict[int, ll.Value] = {}
         self.unit: ll.Value = ll.Constant(I32, 0)
+        self.axes: tuple[ll.Value, ...] | None = None  # the unit's x, y, z where looped
         self.cube: ll.Value = ll.Constant(I64, 0)
         self.loops: list[_Loop] = []
         self.region_latch: ll.Block | None = None
@@ -142,6 +223,29 @@ class LlvmEmitter(lo.StructuredEmitter):
         self.shared_mem = {sh.name: self.alloca(ll.ArrayType(mtype(sh.elem), sh.size), sh.name)
                            for sh in k.shared}
         self.done = self.alloca(ll.ArrayType(I8, n), "done") if self.per_unit else None
+
+    # ------------------------------------------------------------ uniform loops
+
+    def hoisted(self, s: ir.Stmt) -> bool:
+        """Whether ``s``, met at the cube's level, is a loop every unit runs the same
+        number of times (a trip count from constants, scalars, metadata and the cube's
+        position; no ``break``, ``continue`` or ``return`` to leave it early) that reads
+        memory: run for the cube, with the units' loop inside its body, so that LLVM
+        vectorises across the units (a unit's accesses at ``UNIT_POS_X`` are neighbours)
+        - the cost is the locals living per unit, in memory."""
+        return (isinstance(s, ir.For) and not self.returns and self.n >= 4
+                and _is_uniform(s.stop, self.uniform, self.scalars)
+                and not _escapes(s.body)
+                and any(isinstance(n, ir.Load) for n in ir.walk(s)))
+
+    def _hoists(self, stmts: tuple[ir.Stmt, ...]) -> bool:
+        """Whether a loop at the cube's level in ``stmts`` is hoisted (``hoisted``)."""
+        for s in stmts:
+            if self.hoisted(s):
+                return True
+            if has_barrier(s) and any(self._hoists(b) for b in _bodies(s)):
+                return True
+        return False
 
     # ------------------------------------------------------------ helpers
 
@@ -296,7 +400,7 @@ class LlvmEmitter(lo.StructuredEmitter):
         its units, the statements holding barriers once for the cube."""
         run: list[ir.Stmt] = []
         for s in stmts:
-            if not has_barrier(s):
+            if not has_barrier(s) and not self.hoisted(s):
                 run.append(s)
                 if isinstance(s, (ir.Break, ir.Continue, ir.Return)):
                     break
@@ -314,16 +418,28 @@ class LlvmEmitter(lo.StructuredEmitter):
         """``stmts`` (holding no barrier) run by each unit of the cube in turn."""
         if not stmts:
             return
-        u = self.alloca(I32, "unit")
-        self.b.store(ll.Constant(I32, 0), u)
-        hdr, body, latch, out = (self.fn.append_basic_block(n)
-                                 for n in ("units", "unit", "next_unit", "units_done"))
-        self.b.branch(hdr)
-        self.b.position_at_end(hdr)
-        unit = self.b.load(u, typ=I32)
-        self.b.cbranch(self.b.icmp_unsigned("<", unit, ll.Constant(I32, self.n)), body, out)
-        self.b.position_at_end(body)
-        saved, self.unit, self.region_latch = (self.unit, self.region_latch), unit, latch
+        # One loop per axis of more than one unit, x innermost: a unit's x is then the
+        # innermost counter, and accesses at ``UNIT_POS_X`` are consecutive (vectorisable).
+        x, y, _ = self.dim
+        axes = [(k, size) for k, size in reversed(list(enumerate(self.dim))) if size > 1]
+        pos: list[ll.Value] = [ll.Constant(I32, 0)] * 3
+        exits: list[tuple[ll.AllocaInstr, ll.Value, ll.Block, ll.Block, ll.Block]] = []
+        for k, size in axes or [(0, 1)]:
+            slot = self.alloca(I32, "xyz"[k])
+            self.b.store(ll.Constant(I32, 0), slot)
+            hdr, body, latch, out = (self.fn.append_basic_block(f"{n}_{'xyz'[k]}")
+                                     for n in ("units", "unit", "next_unit", "units_done"))
+            self.b.branch(hdr)
+            self.b.position_at_end(hdr)
+            pos[k] = self.b.load(slot, typ=I32)
+            self.b.cbranch(self.b.icmp_unsigned("<", pos[k], ll.Constant(I32, size)), body, out)
+            self.b.position_at_end(body)
+            exits.append((slot, pos[k], hdr, latch, out))
+        latch = exits[-1][3]
+        unit = self.b.add(self.b.mul(self.b.add(self.b.mul(pos[2], ll.Constant(I32, y)), pos[1]),
+                                     ll.Constant(I32, x)), pos[0])
+        saved = (self.unit, self.region_latch, self.axes)
+        self.unit, self.region_latch, self.axes = unit, latch, tuple(pos)
         if self.per_unit and self.returns and self.done is not None:
             done = self.b.load(self.b.gep(self.done, [unit], source_etype=I8), typ=I8)
             go = self.fn.append_basic_block("unit_live")
@@ -333,12 +449,13 @@ class LlvmEmitter(lo.StructuredEmitter):
             for slot in self.slots.values():
                 self.b.store(ll.Constant(slot.allocated_type, None), slot)
         self.block(stmts)
-        self.goto(latch)
-        self.b.position_at_end(latch)
-        self.b.store(self.b.add(unit, ll.Constant(I32, 1)), u)
-        self.b.branch(hdr)
-        self.b.position_at_end(out)
-        self.unit, self.region_latch = saved
+        for slot, value, hdr, latch, out in reversed(exits):
+            self.goto(latch)
+            self.b.position_at_end(latch)
+            self.b.store(self.b.add(value, ll.Constant(I32, 1)), slot)
+            self.b.branch(hdr)
+            self.b.position_at_end(out)
+        self.unit, self.region_latch, self.axes = saved
         loop = self.loops[-1] if self.loops else None
         if loop is not None and loop.flag is not None and _escapes(stmts):
             # The units left the cube's loop (uniformly): the cube follows them.
@@ -432,8 +549,9 @@ class LlvmEmitter(lo.StructuredEmitter):
         return lambda: self.block(stmts)
 
     def stmt_assign(self, s: ir.Assign) -> None:
-        """A store to the local's slot."""
-        self.b.store(self.expr(s.value), self.local(s.name))
+        """A store to the local's slot (none for a local computed where it is read)."""
+        if s.name not in self.remat:
+            self.b.store(self.expr(s.value), self.local(s.name))
 
     def stmt_store(self, s: ir.Store) -> None:
         """A store of an element, or of a whole line of a line array."""
@@ -522,6 +640,8 @@ class LlvmEmitter(lo.StructuredEmitter):
         """A local's value for the unit running, or a scalar parameter."""
         if e.name in self.scalars:
             return self.param(e.name)
+        if e.name in self.remat:
+            return self.expr(self.remat[e.name])
         return self.b.load(self.local(e.name), typ=ltype(e.type))
 
     def expr_builtin(self, e: ir.Builtin) -> ll.Value:
@@ -532,6 +652,9 @@ class LlvmEmitter(lo.StructuredEmitter):
         name = e.name
         if name is B.UNIT_POS:
             return u
+        axis = {B.UNIT_POS_X: 0, B.UNIT_POS_Y: 1, B.UNIT_POS_Z: 2}.get(name)
+        if axis is not None and self.axes is not None and not isinstance(u, ll.Constant):
+            return self.axes[axis]
         if name is B.UNIT_POS_X:
             return b.urem(u, c(x))
         if name is B.UNIT_POS_Y:
