@@ -238,6 +238,26 @@ class LlvmEmitter(lo.StructuredEmitter):
                 and not _escapes(s.body)
                 and any(isinstance(n, ir.Load) for n in ir.walk(s)))
 
+    def _loop_alias(self, s: ir.For) -> str | None:
+        """The kernel's loop variable of the counted loop ``s`` (``k = counter`` first in
+        its body), where nothing else assigns it and nothing outside ``s`` reads it: for
+        a loop run by the cube, it is then the cube's counter itself, which LLVM sees is
+        the same for every unit (a per-unit copy would hide that)."""
+        first = s.body[0] if s.body else None
+        if not (isinstance(first, ir.Assign) and isinstance(first.value, ir.Var)
+                and first.value.name == s.var and first.name in self.locals):
+            return None
+        name = first.name
+
+        def uses(tree: object) -> tuple[int, int]:
+            nodes = list(ir.walk(tree))  # type: ignore[arg-type]
+            return (sum(isinstance(n, ir.Assign) and n.name == name for n in nodes)
+                    + sum(isinstance(n, ir.For) and n.var == name for n in nodes)
+                    + sum(isinstance(n, ir.AtomicStmt) and n.result == name for n in nodes),
+                    sum(isinstance(n, ir.Var) and n.name == name for n in nodes))
+        total, inside = uses(self.kernel), uses(s)
+        return name if total == (1, inside[1]) and inside[0] == 1 else None
+
     def _hoists(self, stmts: tuple[ir.Stmt, ...]) -> bool:
         """Whether a loop at the cube's level in ``stmts`` is hoisted (``hoisted``)."""
         for s in stmts:
@@ -481,11 +501,15 @@ class LlvmEmitter(lo.StructuredEmitter):
             stop = self.expr(s.stop)
             self.unit = saved
             counter = self.alloca(ltype(s.stop.type), "counter")
+            body, alias = s.body, self._loop_alias(s)
             self.cube_vars[s.var] = counter
+            if alias is not None:  # the loop's own variable is the counter, for the cube
+                self.cube_vars[alias], body = counter, body[1:]
             flag = self.alloca(I8, "left")
             self.b.store(ll.Constant(I8, 0), flag)
-            self._counted(counter, stop, s.stop.type, lambda: self.cube_block(s.body), flag)
+            self._counted(counter, stop, s.stop.type, lambda: self.cube_block(body), flag)
             del self.cube_vars[s.var]
+            self.cube_vars.pop(alias or "", None)
         elif isinstance(s, ir.While):
             flag = self.alloca(I8, "left")
             self.b.store(ll.Constant(I8, 0), flag)
