@@ -15,6 +15,7 @@ and later stretches skip it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from llvmlite import ir as ll
@@ -113,14 +114,14 @@ def _bodies(s: ir.Stmt) -> tuple[tuple[ir.Stmt, ...], ...]:
     return ()
 
 
-def _is_uniform(e: ir.Expr, uniform: set[str], scalars: object) -> bool:
+def _is_uniform(e: ir.Expr, uniform: set[str], scalars: Collection[str]) -> bool:
     """Whether ``e`` has one value for every unit of a cube: it reads no memory and no
     unit's position, only constants, scalars, metadata, the cube's position and
     ``uniform`` locals."""
     for n in ir.walk(e):
         if isinstance(n, (ir.Load, ir.PlaneOp)):
             return False
-        if isinstance(n, ir.Var) and n.name not in uniform and n.name not in scalars:  # type: ignore[operator]
+        if isinstance(n, ir.Var) and n.name not in uniform and n.name not in scalars:
             return False
         if isinstance(n, ir.Builtin) and n.name not in _CUBE_BUILTINS:
             return False
@@ -249,8 +250,8 @@ class LlvmEmitter(lo.StructuredEmitter):
             return None
         name = first.name
 
-        def uses(tree: object) -> tuple[int, int]:
-            nodes = list(ir.walk(tree))  # type: ignore[arg-type]
+        def uses(tree: ir.Kernel | ir.For) -> tuple[int, int]:
+            nodes = list(ir.walk(tree))
             return (sum(isinstance(n, ir.Assign) and n.name == name for n in nodes)
                     + sum(isinstance(n, ir.For) and n.var == name for n in nodes)
                     + sum(isinstance(n, ir.AtomicStmt) and n.result == name for n in nodes),
@@ -521,17 +522,18 @@ class LlvmEmitter(lo.StructuredEmitter):
 
     # ------------------------------------------------------------ control flow
 
-    def _if(self, cond: ll.Value, then: object, orelse: object, has_else: bool) -> None:
+    def _if(self, cond: ll.Value, then: Callable[[], None], orelse: Callable[[], None],
+            has_else: bool) -> None:
         t, out = self.fn.append_basic_block("then"), self.fn.append_basic_block("endif")
         e = self.fn.append_basic_block("else") if has_else else out
         self.b.cbranch(cond, t, e)
         for block, emit in ((t, then), (e, orelse)) if has_else else ((t, then),):
             self.b.position_at_end(block)
-            emit()  # type: ignore[operator]
+            emit()
             self.goto(out)
         self.b.position_at_end(out)
 
-    def _counted(self, counter: ll.Value, stop: ll.Value, t: ir.Type, body: object,
+    def _counted(self, counter: ll.Value, stop: ll.Value, t: ir.Type, body: Callable[[], None],
                  flag: ll.AllocaInstr | None = None) -> None:
         """``for counter in 0..stop`` (unsigned) around ``body``."""
         self.b.store(self.const(0, t), counter)
@@ -543,7 +545,7 @@ class LlvmEmitter(lo.StructuredEmitter):
         self.b.cbranch(self.b.icmp_unsigned("<", v, stop), blk, out)
         self.b.position_at_end(blk)
         self.loops.append(_Loop(out, latch, flag))
-        body()  # type: ignore[operator]
+        body()
         self.loops.pop()
         self.goto(latch)
         self.b.position_at_end(latch)
@@ -551,7 +553,7 @@ class LlvmEmitter(lo.StructuredEmitter):
         self.b.branch(hdr)
         self.b.position_at_end(out)
 
-    def _while(self, cond: ir.Expr, body: object, flag: ll.AllocaInstr | None = None,
+    def _while(self, cond: ir.Expr, body: Callable[[], None], flag: ll.AllocaInstr | None = None,
                cube: bool = False) -> None:
         hdr, blk, out = (self.fn.append_basic_block(n) for n in ("while", "loop", "done"))
         self.b.branch(hdr)
@@ -564,12 +566,12 @@ class LlvmEmitter(lo.StructuredEmitter):
         self.b.cbranch(c, blk, out)
         self.b.position_at_end(blk)
         self.loops.append(_Loop(out, hdr, flag))
-        body()  # type: ignore[operator]
+        body()
         self.loops.pop()
         self.goto(hdr)
         self.b.position_at_end(out)
 
-    def _nested(self, stmts: tuple[ir.Stmt, ...]) -> object:
+    def _nested(self, stmts: tuple[ir.Stmt, ...]) -> Callable[[], None]:
         return lambda: self.block(stmts)
 
     def stmt_assign(self, s: ir.Assign) -> None:

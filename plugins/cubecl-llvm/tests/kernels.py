@@ -57,3 +57,16 @@ def saxpy(x: Array[f32], y: Array[f32], out: Array[f32], alpha: f32) -> None:
     i = ABSOLUTE_POS
     if i < len(out):
         out[i] = alpha * x[i] + y[i]
+
+
+@kernel
+def column_dot(a: Array[f32], x: Array[f32], out: Array[f32], n: u32) -> None:
+    """out[i] = sum over k < n of a[k * len(out) + i] * x[k]: a loop every unit runs n
+    times (run for the cube, the units inside), past the end in the last cube."""
+    i = ABSOLUTE_POS
+    m = len(out)
+    acc = f32(0.0)
+    for k in range(u32(0), n):
+        acc += a[k * m + i] * x[k]
+    if i < m:
+        out[i] = acc

@@ -72,6 +72,28 @@ def test_barriers_in_a_loop_left_by_break(client: ComputeClient, rounds: int,
     np.testing.assert_array_equal(client.read(out), _rotate(cubes, rounds, stop, n))
 
 
+@pytest.mark.parametrize(("n", "m"), [(0, 5), (7, 1000), (33, 4096)])
+def test_a_loop_run_for_the_cube_matches_numpy(client: ComputeClient, n: int, m: int) -> None:
+    from cubecl_llvm.emitter import LlvmEmitter
+
+    from cubecl_server.execution import ExecutionMode
+
+    emitter = LlvmEmitter(kernels.column_dot.ir(), CubeDim(64), ExecutionMode.CHECKED)
+    assert emitter.per_unit, "the loop is uniform: it should be run for the cube"
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, m), np.float32)
+    x = rng.standard_normal(n, np.float32)
+    out = client.create(np.full(m, -1, np.float32))
+    kernels.column_dot.launch(client, CubeCount((m + 63) // 64), CubeDim(64),
+                              client.create(a.reshape(-1) if n else np.zeros(1, np.float32)),
+                              client.create(x if n else np.zeros(1, np.float32)), out,
+                              np.uint32(n))
+    want = np.zeros(m, np.float32)
+    for k in range(n):  # the kernel's order, in f32
+        want = want + a[k] * x[k]
+    np.testing.assert_allclose(client.read(out), want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("threads", ["1", "0"])
 def test_one_thread_and_every_core_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          threads: str) -> None:
