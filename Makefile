@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/python -m pip install -q --disable-pip-version-check
 PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
-PLUGINS := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-cuda
+PLUGINS := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-cuda plugins/cubecl-llvm
 EXAMPLE := examples/cubecl-example examples/cubecl-c
 
 .PHONY: demo test lint bench mutation venv system-deps clean

@@ -31,7 +31,8 @@ __all__ = [
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-PROJECT_DISTRIBUTIONS = ("cubecl-server", "cubecl-opencl", "cubecl-vulkan", "cubecl-cuda")
+PROJECT_DISTRIBUTIONS = ("cubecl-server", "cubecl-opencl", "cubecl-vulkan", "cubecl-cuda",
+                         "cubecl-llvm")
 """The project's own backends: benchmarked by default (any other needs ``--backend``)."""
 
 DRIVER_CACHES_OFF: dict[str, str] = {
@@ -128,6 +129,7 @@ def _groups() -> dict[int, tuple[str, Group]]:
     # Imported here: each group module imports kernels and backends it alone needs.
     from benchmarks import (
         batches,
+        cpu_backends,
         growth,
         hot_path,
         kernel_throughput,
@@ -149,10 +151,11 @@ def _groups() -> dict[int, tuple[str, Group]]:
         8: ("Autotune", tune.run),
         9: ("Beyond one machine", remote.run),
         10: ("Lines", lines.run),
+        11: ("CPU backends", cpu_backends.run),
     }
 
 
-GROUPS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+GROUPS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 """The figure groups, in report order."""
 
 

@@ -21,7 +21,7 @@ _CACHE_VARIABLES = ("POCL_KERNEL_CACHE", "POCL_CACHE_DIR", "MESA_SHADER_CACHE_DI
 _GROUP_TITLES = {
     1: "Hot path", 2: "Obtaining a kernel", 3: "Against the peers' caches", 4: "Batches",
     5: "Store", 6: "Kernel throughput", 7: "Growth", 8: "Autotune",
-    9: "Beyond one machine", 10: "Lines",
+    9: "Beyond one machine", 10: "Lines", 11: "CPU backends",
 }
 
 

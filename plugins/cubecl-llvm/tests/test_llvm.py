@@ -1,0 +1,158 @@
+"""The llvm backend's own tests: what the suite does not single out - kernels with
+barriers inside loops left by ``break``, data-dependent loops, cubes spread over
+threads, and object code that a later process links without compiling."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cubecl_server.client import ComputeClient, create_client, recording
+from cubecl_server.lang import CubeCount, CubeDim
+
+from . import kernels
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ComputeClient:
+    """A client of the llvm backend on a cache directory of its own."""
+    monkeypatch.setenv("CUBECL_CACHE_DIR", str(tmp_path))
+    from cubecl_server.config import reload_config
+
+    reload_config()
+    return create_client("llvm")
+
+
+def _collatz(x: np.ndarray) -> np.ndarray:
+    out = []
+    for v in x.tolist():
+        n = 0
+        while v != 1 and n < 200:
+            v = v // 2 if v % 2 == 0 else (3 * v + 1) & 0xFFFFFFFF
+            n += 1
+        out.append(n)
+    return np.array(out, np.uint32)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 70001])
+def test_data_dependent_loop_matches_python(client: ComputeClient, n: int) -> None:
+    rng = np.random.default_rng(n)
+    x = rng.integers(1, 1 << 20, n, dtype=np.uint32)
+    x[0] = 1  # no step at all
+    steps = client.create(np.zeros(n, np.uint32))
+    kernels.collatz.launch(client, CubeCount((n + 255) // 256), CubeDim(256),
+                           client.create(x), steps)
+    np.testing.assert_array_equal(client.read(steps), _collatz(x))
+
+
+def _rotate(cubes: int, rounds: int, stop: int, n: int) -> np.ndarray:
+    tile = np.arange(64, dtype=np.uint32)[None, :] + np.arange(cubes, dtype=np.uint32)[:, None]
+    for r in range(rounds):
+        if r == stop:
+            break
+        tile = tile + np.roll(tile, -1, axis=1)
+    return tile.reshape(-1)[:n]
+
+
+@pytest.mark.parametrize(("rounds", "stop"), [(0, 9), (5, 9), (9, 4), (7, 0)])
+def test_barriers_in_a_loop_left_by_break(client: ComputeClient, rounds: int,
+                                          stop: int) -> None:
+    cubes, n = 37, 37 * 64 - 13
+    out = client.create(np.zeros(n, np.uint32))
+    kernels.rotate.launch(client, CubeCount(cubes), CubeDim(64), out, np.uint32(rounds),
+                          np.uint32(stop))
+    np.testing.assert_array_equal(client.read(out), _rotate(cubes, rounds, stop, n))
+
+
+@pytest.mark.parametrize(("n", "m"), [(0, 5), (7, 1000), (33, 4096)])
+def test_a_loop_run_for_the_cube_matches_numpy(client: ComputeClient, n: int, m: int) -> None:
+    from cubecl_llvm.emitter import LlvmEmitter
+
+    from cubecl_server.execution import ExecutionMode
+
+    emitter = LlvmEmitter(kernels.column_dot.ir(), CubeDim(64), ExecutionMode.CHECKED)
+    assert emitter.per_unit, "the loop is uniform: it should be run for the cube"
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, m), np.float32)
+    x = rng.standard_normal(n, np.float32)
+    out = client.create(np.full(m, -1, np.float32))
+    kernels.column_dot.launch(client, CubeCount((m + 63) // 64), CubeDim(64),
+                              client.create(a.reshape(-1) if n else np.zeros(1, np.float32)),
+                              client.create(x if n else np.zeros(1, np.float32)), out,
+                              np.uint32(n))
+    want = np.zeros(m, np.float32)
+    for k in range(n):  # the kernel's order, in f32
+        want = want + a[k] * x[k]
+    np.testing.assert_allclose(client.read(out), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", ["1", "0"])
+def test_one_thread_and_every_core_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         threads: str) -> None:
+    monkeypatch.setenv("CUBECL_LLVM_THREADS", threads)
+    monkeypatch.setenv("CUBECL_CACHE_DIR", str(tmp_path))
+    from cubecl_server.config import reload_config
+
+    reload_config()
+    c = create_client("llvm")
+    assert c.server.threads == (1 if threads == "1" else os.cpu_count())
+    n = 1 << 20 | 77  # many cubes: spread over the threads where there are several
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal(n, np.float32), rng.standard_normal(n, np.float32)
+    out = c.create(np.zeros(n, np.float32))
+    kernels.saxpy.launch(c, CubeCount((n + 255) // 256), CubeDim(256), c.create(x),
+                         c.create(y), out, np.float32(1.5))
+    np.testing.assert_array_equal(c.read(out), np.float32(1.5) * x + y)
+
+
+_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import cubecl_llvm.backend as backend
+    from cubecl_server.client import create_client, recording
+    from cubecl_server.lang import CubeCount, CubeDim
+    from tests import kernels
+    if sys.argv[1] == "warm":  # no compiler may run in this process
+        def refuse(*args, **kwargs):
+            raise AssertionError("the second process compiled")
+        backend.compile_object = refuse
+        backend.LlvmEmitter = refuse
+    c = create_client("llvm")
+    x = np.arange(1, 1001, dtype=np.uint32)
+    steps = c.create(np.zeros(1000, np.uint32))
+    with recording(c) as recs:
+        kernels.collatz.launch(c, CubeCount(4), CubeDim(256), c.create(x), steps)
+    print(json.dumps({"outcomes": [r.outcome.value for r in recs],
+                      "steps": c.read(steps).tolist()}))
+""")
+
+
+def test_a_later_process_links_the_stored_object_code(tmp_path: Path) -> None:
+    import json
+
+    env = {**os.environ, "CUBECL_CACHE_DIR": str(tmp_path)}
+    runs = [json.loads(subprocess.run(
+        [sys.executable, "-c", _CHILD, phase], cwd=HERE.parent, env=env, check=True,
+        capture_output=True, text=True).stdout.splitlines()[-1]) for phase in ("cold", "warm")]
+    assert [r["outcomes"] for r in runs] == [["compiled"], ["loaded"]]
+    want = _collatz(np.arange(1, 1001, dtype=np.uint32)).tolist()
+    assert runs[0]["steps"] == runs[1]["steps"] == want
+
+
+def test_the_artifact_is_object_code(client: ComputeClient) -> None:
+    with recording(client) as recs:
+        out = client.create(np.zeros(10, np.float32))
+        kernels.saxpy.launch(client, CubeCount(1), CubeDim(64), client.create(np.ones(10,
+                             np.float32)), client.create(np.ones(10, np.float32)), out,
+                             np.float32(2))
+    assert [r.outcome.value for r in recs] == ["compiled"]
+    assert recs[0].artifact_size > 0
+    np.testing.assert_array_equal(client.read(out), np.full(10, 3, np.float32))
