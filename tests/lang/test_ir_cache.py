@@ -417,11 +417,13 @@ print(json.dumps({"ok": ok, "parsed": bool(parsed)}))
 '''
 
 
-@pytest.mark.parametrize("backend", ["cpu", "opencl", "vulkan"])
 @pytest.mark.parametrize("damage", ["deep nesting", "huge integer", "unknown array",
                                     "endless while"])
 def test_a_forged_row_costs_one_warning_in_the_next_process_and_none_after(
-        damage: str, backend: str, tmp_path: Path) -> None:
+        damage: str, tmp_path: Path) -> None:
+    # The stored IR is the frontend's, read before any backend sees the kernel: one
+    # backend shows the bound (the compile path's trust is tested per backend).
+    backend = "cpu"
     module = tmp_path / "axpb.py"
     module.write_text(_AXPB_MODULE)
     env = {"CUBECL_CACHE_DIR": str(tmp_path / "cache")}
