@@ -14,113 +14,37 @@ plane operations, ``cube_fn``) are reached through the module (``cl.shared``), s
 missing one fails the tests that use it, not the import of the suite.
 """
 
-from .bounds import (
-    bounds_guards,
-    bounds_loops,
-    bounds_shared,
+# Each topic module's ``__all__`` is the list of what it offers; the package re-exports
+# exactly those, so a name is added in one place.
+from . import (
+    bounds,
+    kernel_set,
+    language_more,
+    lines,
+    narrow,
+    operations,
+    programs,
+    semantics,
+    views,
 )
-from .kernel_set import KERNEL_SET
-from .language_more import (
-    plane_rest,
-    slices,
-    uniform_load,
-    weak_tiled_matmul,
-    weak_tree_sum,
-)
-from .lines import (
-    line_copy,
-    line_floats,
-    line_gather,
-    line_ints,
-    lines_saxpy,
-)
-from .narrow import (
-    NARROW_OPS,
-    narrow_casts,
-    narrow_every_other,
-    narrow_ops,
-)
-from .operations import (
-    atomic_bits,
-    binary,
-    bitcast_kernel,
-    bits1,
-    bits_more,
-    builtins,
-    cast,
-    compare,
-    control_flow,
-    control_flow_reference,
-    logical,
-    math1,
-    math2,
-    math3,
-    math_more,
-    plane_more,
-    powi_kernel,
-    scalar,
-    select_kernel,
-    short_circuit,
-    ternary,
-    typed_inside,
-    unary,
-    with_scalar,
-)
-from .programs import (
-    IrKernel,
-    add_const,
-    atomic_cas,
-    atomic_kernel,
-    comptime_poly,
-    cube_fn_kernel,
-    f64_kernel,
-    histogram,
-    matmul,
-    plane_kernel,
-    reduce_sum,
-    saxpy,
-    scale,
-    scan,
-    shape_stride,
-    softmax,
-    transpose,
-    transpose_shape,
-    uncompilable,
-    unrolled_sum,
-)
-from .semantics import (
-    PLANE_BRANCH_SKIP,
-    bounded_atomics,
-    bounded_stores,
-    loop_shapes,
-    loop_shapes_reference,
-    nested_branches,
-    nested_branches_reference,
-    plane_branch,
-    shared_neighbours,
-    signed_atomic,
-    signed_index,
-)
-from .views import (
-    plane_sync,
-    strided,
-    view_edges,
-)
+from .bounds import *  # noqa: F403
+from .kernel_set import *  # noqa: F403
+from .language_more import *  # noqa: F403
+from .lines import *  # noqa: F403
+from .narrow import *  # noqa: F403
+from .operations import *  # noqa: F403
+from .programs import *  # noqa: F403
+from .semantics import *  # noqa: F403
+from .views import *  # noqa: F403
 
 __all__ = [
-    "scalar", "binary", "compare", "logical", "unary", "math1", "math2", "math3",
-    "cast", "bitcast_kernel", "bits1", "powi_kernel", "bits_more", "plane_more",
-    "atomic_bits", "typed_inside", "math_more", "select_kernel", "ternary",
-    "with_scalar", "builtins", "control_flow", "control_flow_reference",
-    "short_circuit", "scale", "add_const", "saxpy", "transpose", "reduce_sum", "matmul",
-    "histogram", "softmax", "scan", "comptime_poly", "unrolled_sum", "cube_fn_kernel",
-    "shape_stride", "transpose_shape", "atomic_kernel", "atomic_cas", "plane_kernel",
-    "f64_kernel", "IrKernel", "uncompilable", "weak_tree_sum", "weak_tiled_matmul",
-    "slices", "uniform_load", "plane_rest", "strided", "view_edges", "plane_sync",
-    "signed_index", "signed_atomic", "nested_branches", "nested_branches_reference",
-    "PLANE_BRANCH_SKIP", "plane_branch", "bounded_stores", "bounded_atomics",
-    "loop_shapes", "loop_shapes_reference", "shared_neighbours", "line_floats",
-    "line_ints", "line_copy", "lines_saxpy", "line_gather", "bounds_guards",
-    "bounds_shared", "bounds_loops", "NARROW_OPS", "narrow_ops", "narrow_casts",
-    "narrow_every_other", "KERNEL_SET",
+    *bounds.__all__,
+    *kernel_set.__all__,
+    *language_more.__all__,
+    *lines.__all__,
+    *narrow.__all__,
+    *operations.__all__,
+    *programs.__all__,
+    *semantics.__all__,
+    *views.__all__,
 ]

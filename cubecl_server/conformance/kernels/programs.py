@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from cubecl_server import ir
 from cubecl_server import lang as cl
 from cubecl_server.demo import matmul, saxpy, transpose
@@ -35,9 +37,9 @@ from .operations import scalar
 
 __all__ = [
     "scale", "add_const", "saxpy", "transpose", "reduce_sum", "matmul", "histogram",
-    "softmax", "scan", "comptime_poly", "unrolled_sum", "cube_fn_kernel",
-    "shape_stride", "transpose_shape", "atomic_kernel", "atomic_cas", "plane_kernel",
-    "f64_kernel", "IrKernel", "uncompilable",
+    "softmax", "scan", "collatz", "collatz_reference", "comptime_poly", "unrolled_sum",
+    "cube_fn_kernel", "shape_stride", "transpose_shape", "atomic_kernel", "atomic_cas",
+    "plane_kernel", "f64_kernel", "IrKernel", "uncompilable",
 ]
 
 
@@ -121,6 +123,35 @@ def softmax(a: Array[f32], out: Array[f32], cols: u32, *, BLOCK: Comptime[int]) 
     row_sum = s[0]
     for j in range(UNIT_POS, cols, BLOCK):
         out[base + j] = cl.exp(a[base + j] - row_max) / row_sum
+
+
+@kernel
+def collatz(x: Array[u32], steps: Array[u32]) -> None:
+    """steps[i] = the Collatz steps from x[i] to 1, at most 200: a loop whose trip
+    count differs from unit to unit, with a branch inside (u32 arithmetic wraps)."""
+    i = ABSOLUTE_POS
+    if i < len(x):
+        v = x[i]
+        n = u32(0)
+        while v != u32(1) and n < u32(200):
+            if v % u32(2) == u32(0):
+                v = v // u32(2)
+            else:
+                v = u32(3) * v + u32(1)
+            n += u32(1)
+        steps[i] = n
+
+
+def collatz_reference(x: np.ndarray) -> np.ndarray:
+    """What :func:`collatz` gives, in NumPy (``x`` a u32 array)."""
+    v, n = x.astype(np.uint64), np.zeros(x.shape, np.uint32)
+    for _ in range(200):
+        live = v != 1
+        if not live.any():
+            break
+        n += live
+        v = np.where(live, np.where(v % 2 == 0, v // 2, (3 * v + 1) & 0xFFFFFFFF), v)
+    return n
 
 
 @kernel

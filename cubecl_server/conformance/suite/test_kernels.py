@@ -113,6 +113,18 @@ class TestKernelSet:
                                for s in range(0, n, 128)])
         check(c.read(out), want, "inclusive scan within each cube of 128", cubecl_seed)
 
+    def test_data_dependent_loop(self, cubecl_client: ComputeClient,
+                                 cubecl_rng: np.random.Generator, cubecl_seed: int) -> None:
+        c = cubecl_client
+        n = random_size(cubecl_rng, 256)
+        # Starts up to 2**20 climb past 2**32 (the multiply wraps, as u32 does).
+        x = cubecl_rng.integers(1, 1 << 20, n, dtype=np.uint32)
+        x[:3] = (1, 2, 3)
+        steps = c.empty(n, np.uint32)
+        kernels.collatz.launch(c, cubes_for(n, 256), CubeDim(256), c.create(x), steps)
+        check(c.read(steps), kernels.collatz_reference(x),
+              "Collatz steps (at most 200) of each start", cubecl_seed)
+
     @pytest.mark.parametrize(("power", "negate", "factor"),
                              [(0, False, 1.0), (1, True, 1.0), (3, False, 0.5), (4, True, 2.0)])
     def test_comptime_variants(self, cubecl_client: ComputeClient,

@@ -13,23 +13,6 @@ from cubecl_server.lang.types import shared, sync_cube
 
 
 @kernel
-def collatz(x: Array[u32], steps: Array[u32]) -> None:
-    """steps[i] = the Collatz steps from x[i] to 1, at most 200: a loop whose trip
-    count differs from unit to unit."""
-    i = ABSOLUTE_POS
-    if i < len(x):
-        v = x[i]
-        n = u32(0)
-        while v != u32(1) and n < u32(200):
-            if v % u32(2) == u32(0):
-                v = v // u32(2)
-            else:
-                v = u32(3) * v + u32(1)
-            n += u32(1)
-        steps[i] = n
-
-
-@kernel
 def rotate(out: Array[u32], rounds: u32, stop: u32) -> None:
     """Each round, every unit of a cube of 64 adds its right neighbour's tile value to
     its own, between barriers; the rounds loop holds the barriers (uniform) and is left

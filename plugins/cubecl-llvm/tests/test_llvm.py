@@ -1,6 +1,6 @@
 """The llvm backend's own tests: what the suite does not single out - kernels with
-barriers inside loops left by ``break``, data-dependent loops, cubes spread over
-threads, and object code that a later process links without compiling."""
+barriers inside loops left by ``break``, loops run for the whole cube, cubes spread
+over threads, and object code that a later process links without compiling."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from cubecl_server.client import ComputeClient, create_client, recording
+from cubecl_server.conformance.kernels import collatz_reference
 from cubecl_server.lang import CubeCount, CubeDim
 
 from . import kernels
@@ -29,28 +30,6 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ComputeClient:
 
     reload_config()
     return create_client("llvm")
-
-
-def _collatz(x: np.ndarray) -> np.ndarray:
-    out = []
-    for v in x.tolist():
-        n = 0
-        while v != 1 and n < 200:
-            v = v // 2 if v % 2 == 0 else (3 * v + 1) & 0xFFFFFFFF
-            n += 1
-        out.append(n)
-    return np.array(out, np.uint32)
-
-
-@pytest.mark.parametrize("n", [1, 1000, 70001])
-def test_data_dependent_loop_matches_python(client: ComputeClient, n: int) -> None:
-    rng = np.random.default_rng(n)
-    x = rng.integers(1, 1 << 20, n, dtype=np.uint32)
-    x[0] = 1  # no step at all
-    steps = client.create(np.zeros(n, np.uint32))
-    kernels.collatz.launch(client, CubeCount((n + 255) // 256), CubeDim(256),
-                           client.create(x), steps)
-    np.testing.assert_array_equal(client.read(steps), _collatz(x))
 
 
 def _rotate(cubes: int, rounds: int, stop: int, n: int) -> np.ndarray:
@@ -118,8 +97,8 @@ _CHILD = textwrap.dedent("""
     import numpy as np
     import cubecl_llvm.backend as backend
     from cubecl_server.client import create_client, recording
+    from cubecl_server.conformance.kernels import collatz
     from cubecl_server.lang import CubeCount, CubeDim
-    from tests import kernels
     if sys.argv[1] == "warm":  # no compiler may run in this process
         def refuse(*args, **kwargs):
             raise AssertionError("the second process compiled")
@@ -129,7 +108,7 @@ _CHILD = textwrap.dedent("""
     x = np.arange(1, 1001, dtype=np.uint32)
     steps = c.create(np.zeros(1000, np.uint32))
     with recording(c) as recs:
-        kernels.collatz.launch(c, CubeCount(4), CubeDim(256), c.create(x), steps)
+        collatz.launch(c, CubeCount(4), CubeDim(256), c.create(x), steps)
     print(json.dumps({"outcomes": [r.outcome.value for r in recs],
                       "steps": c.read(steps).tolist()}))
 """)
@@ -143,7 +122,7 @@ def test_a_later_process_links_the_stored_object_code(tmp_path: Path) -> None:
         [sys.executable, "-c", _CHILD, phase], cwd=HERE.parent, env=env, check=True,
         capture_output=True, text=True).stdout.splitlines()[-1]) for phase in ("cold", "warm")]
     assert [r["outcomes"] for r in runs] == [["compiled"], ["loaded"]]
-    want = _collatz(np.arange(1, 1001, dtype=np.uint32)).tolist()
+    want = collatz_reference(np.arange(1, 1001, dtype=np.uint32)).tolist()
     assert runs[0]["steps"] == runs[1]["steps"] == want
 
 
