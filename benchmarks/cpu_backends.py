@@ -1,25 +1,29 @@
 """Group 11: the CPU backends side by side - the NumPy ``cpu`` backend, ``llvm``
-(llvmlite) and ``opencl`` on PoCL - on saxpy, row sums, naive and tiled matmul, a
-data-dependent loop and a tiny launch, each kernel on fresh random data checked against
-NumPy, time per launch and the ratio to the fastest of its row; and the ``llvm``
-backend's run on every core against its run on one thread.
+(llvmlite), ``opencl`` on PoCL, and as peers Taichi's and Warp's CPU backends - on
+saxpy, row sums, naive and tiled matmul, a data-dependent loop and a tiny launch, each
+kernel on fresh random data checked against NumPy, time per launch and the ratio to the
+fastest of its row; and the ``llvm`` backend's run on every core against one thread.
 
 ``python -m benchmarks.cpu_backends [--quick]`` prints the table alone.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from benchmarks.cpu_data import CpuData, Run
 from benchmarks.figures import Figure, Target, fmt_time
-from benchmarks.kernels import REDUCE_CUBE, TILE, matmul, reduce_rows, saxpy
+from benchmarks.kernels import REDUCE_CUBE, TILE, matmul, reduce_rows
+from benchmarks.kernels import saxpy as saxpy_kernel
 from cubecl_server.client import ComputeClient, create_client
+from cubecl_server.conformance.kernels import collatz
 from cubecl_server.lang import (
-    ABSOLUTE_POS,
     CUBE_POS_X,
     CUBE_POS_Y,
     UNIT_POS_X,
@@ -32,7 +36,7 @@ from cubecl_server.lang import (
     u32,
 )
 
-__all__ = ["BACKENDS", "collatz", "matmul_naive", "run", "table"]
+__all__ = ["BACKENDS", "Table", "matmul_naive", "run", "table"]
 
 BACKENDS = ("cpu", "llvm", "opencl")
 """The CPU backends compared, in column order."""
@@ -49,162 +53,179 @@ def matmul_naive(a: Array[f32], b: Array[f32], c: Array[f32], n: u32) -> None:
     c[row * n + col] = acc
 
 
-@kernel
-def collatz(x: Array[u32], steps: Array[u32]) -> None:
-    """steps[i] = the Collatz steps from x[i] to 1, at most 200."""
-    i = ABSOLUTE_POS
-    if i < len(x):
-        v = x[i]
-        n = u32(0)
-        while v != u32(1) and n < u32(200):
-            if v % u32(2) == u32(0):
-                v = v // u32(2)
-            else:
-                v = u32(3) * v + u32(1)
-            n += u32(1)
-        steps[i] = n
+def _ours(c: ComputeClient, d: CpuData) -> dict[str, Callable[[], Run]]:
+    """Group 11's rows on one of our clients, by row key."""
+    def saxpy(x: np.ndarray, y: np.ndarray) -> Run:
+        hx, hy, out = c.create(x), c.create(y), c.create(np.zeros_like(x))
+        cubes = CubeCount(-(-x.size // 256))
+        return Run(lambda: saxpy_kernel.launch(c, cubes, CubeDim(min(256, x.size)), hx, hy,
+                                               out, np.float32(2.0)),
+                   c.sync, lambda: d.check_saxpy(c.read(out), x, y))
 
+    def rows() -> Run:
+        n = d.grid.shape[0]
+        h, out = c.create(d.grid.reshape(-1)), c.create(np.zeros(n, np.float32))
+        return Run(lambda: reduce_rows.launch(c, CubeCount(n), CubeDim(REDUCE_CUBE), h, out,
+                                              np.uint32(n)),
+                   c.sync, lambda: d.check_rows(c.read(out)))
 
-def _collatz_reference(x: np.ndarray) -> np.ndarray:
-    v, n = x.astype(np.uint64), np.zeros(x.shape, np.uint32)
-    for _ in range(200):
-        live = v != 1
-        if not live.any():
-            break
-        n += live
-        v = np.where(live, np.where(v % 2 == 0, v // 2, (3 * v + 1) & 0xFFFFFFFF), v)
-    return n
-
-
-Case = Callable[[ComputeClient], tuple[Callable[[], None], Callable[[], None]]]
-
-
-def _cases(quick: bool) -> list[tuple[str, Case]]:
-    rng = np.random.default_rng(11)
-    n = (1 << 20) if quick else (1 << 24)
-    rows = 1024 if quick else 4096
-    k = 256 if quick else 512
-    m = (1 << 18) if quick else (1 << 20)
-    x, y = rng.standard_normal(n, np.float32), rng.standard_normal(n, np.float32)
-    grid = rng.standard_normal((rows, rows), np.float32)
-    a, b = rng.standard_normal((k, k), np.float32), rng.standard_normal((k, k), np.float32)
-    starts = rng.integers(1, 1 << 20, m, dtype=np.uint32)
-    steps_want = _collatz_reference(starts)
-
-    def saxpy_on(c: ComputeClient) -> tuple[Callable[[], None], Callable[[], None]]:
-        hx, hy, out = c.create(x), c.create(y), c.create(np.zeros(n, np.float32))
-        return (lambda: saxpy.launch(c, CubeCount(n // 256), CubeDim(256), hx, hy, out,
-                                     np.float32(2.0)),
-                lambda: np.testing.assert_allclose(c.read(out), 2 * x + y, rtol=1e-5))
-
-    def rows_on(c: ComputeClient) -> tuple[Callable[[], None], Callable[[], None]]:
-        h, out = c.create(grid.reshape(-1)), c.create(np.zeros(rows, np.float32))
-        return (lambda: reduce_rows.launch(c, CubeCount(rows), CubeDim(REDUCE_CUBE), h, out,
-                                           np.uint32(rows)),
-                lambda: np.testing.assert_allclose(c.read(out), grid.sum(1, np.float64),
-                                                   rtol=1e-3, atol=1e-2))
-
-    def mm(fn: object) -> Case:
-        def on(c: ComputeClient) -> tuple[Callable[[], None], Callable[[], None]]:
-            ha, hb = c.create(a.reshape(-1)), c.create(b.reshape(-1))
+    def mm(fn: object) -> Callable[[], Run]:
+        def on() -> Run:
+            k = d.a.shape[0]
+            ha, hb = c.create(d.a.reshape(-1)), c.create(d.b.reshape(-1))
             out = c.create(np.zeros(k * k, np.float32))
-            return (lambda: fn.launch(c, CubeCount(k // TILE, k // TILE),  # type: ignore[attr-defined]
-                                      CubeDim(TILE, TILE), ha, hb, out, np.uint32(k)),
-                    lambda: np.testing.assert_allclose(c.read(out).reshape(k, k),
-                                                       a.astype(np.float64) @ b,
-                                                       rtol=1e-3, atol=1e-3))
+            return Run(lambda: fn.launch(c, CubeCount(k // TILE, k // TILE),  # type: ignore[attr-defined]
+                                         CubeDim(TILE, TILE), ha, hb, out, np.uint32(k)),
+                       c.sync, lambda: d.check_matmul(c.read(out)))
         return on
 
-    def loop_on(c: ComputeClient) -> tuple[Callable[[], None], Callable[[], None]]:
-        h, out = c.create(starts), c.create(np.zeros(m, np.uint32))
-        return (lambda: collatz.launch(c, CubeCount(m // 256), CubeDim(256), h, out),
-                lambda: np.testing.assert_array_equal(c.read(out), steps_want))
+    def loop() -> Run:
+        m = d.starts.size
+        h, out = c.create(d.starts), c.create(np.zeros(m, np.uint32))
+        return Run(lambda: collatz.launch(c, CubeCount(m // 256), CubeDim(256), h, out),
+                   c.sync, lambda: d.check_loop(c.read(out)))
 
-    def tiny_on(c: ComputeClient) -> tuple[Callable[[], None], Callable[[], None]]:
-        h = c.create(np.ones(64, np.float32))
-        out = c.create(np.zeros(64, np.float32))
-        return (lambda: saxpy.launch(c, CubeCount(1), CubeDim(64), h, h, out, np.float32(2)),
-                lambda: np.testing.assert_array_equal(c.read(out), np.full(64, 3, np.float32)))
-
-    return [(f"saxpy {n >> 20}M f32", saxpy_on),
-            (f"row sums {rows}x{rows} (shared-memory reduction)", rows_on),
-            (f"matmul {k} naive", mm(matmul_naive)),
-            (f"matmul {k} tiled ({TILE}x{TILE} shared tiles)", mm(matmul)),
-            (f"data-dependent loop (Collatz, up to 200 steps, {m >> 10}K)", loop_on),
-            ("tiny launch (64 elements)", tiny_on)]
+    return {"saxpy": lambda: saxpy(d.x, d.y), "rows": rows,
+            "matmul naive": mm(matmul_naive), "matmul tiled": mm(matmul), "loop": loop,
+            "tiny": lambda: saxpy(d.tiny, d.tiny)}
 
 
-def _time(launch: Callable[[], None], c: ComputeClient, budget: float) -> float:
+def _titles(d: CpuData) -> dict[str, str]:
+    rows, k = d.grid.shape[0], d.a.shape[0]
+    return {"saxpy": f"saxpy {d.x.size >> 20}M f32",
+            "rows": f"row sums {rows}x{rows} (shared-memory reduction)",
+            "matmul naive": f"matmul {k} naive",
+            "matmul tiled": f"matmul {k} tiled ({TILE}x{TILE} shared tiles)",
+            "loop": f"data-dependent loop (Collatz, up to 200 steps, {d.starts.size >> 10}K)",
+            "tiny": f"tiny launch ({d.tiny.size} elements)"}
+
+
+def _peers(d: CpuData, notes: list[str]) -> dict[str, dict[str, Callable[[], Run]]]:
+    """Taichi's and Warp's CPU backends, where installed (the ``bench`` extra)."""
+    found: dict[str, dict[str, Callable[[], Run]]] = {}
+    for module in ("benchmarks.taichi_cpu", "benchmarks.warp_cpu"):
+        try:
+            peer = importlib.import_module(module)
+        except Exception as e:  # not installed here: said in a note, the rest measured
+            notes.append(f"{module.rsplit('.', 1)[1]}: not measured ({type(e).__name__}: {e})")
+            continue
+        found[peer.NAME] = peer.runs(d)
+    return found
+
+
+def _time(run: Run, budget: float) -> float:
     """The median time of one launch and its sync, over repeats filling ``budget`` s."""
-    launch()
-    c.sync()
+    run.launch()
+    run.sync()
     times: list[float] = []
     end = time.perf_counter() + budget
     while len(times) < 3 or (time.perf_counter() < end and len(times) < 2000):
         t = time.perf_counter()
-        launch()
-        c.sync()
+        run.launch()
+        run.sync()
         times.append(time.perf_counter() - t)
     return float(np.median(times))
 
 
-def table(quick: bool, backends: tuple[str, ...] = BACKENDS) -> tuple[list[str], list[list[str]],
-                                                                    list[str], float | None]:
-    """The columns, the rows, the notes and the llvm backend's speed-up from one thread
-    to every core (on the tiled matmul), measured now."""
-    clients: dict[str, ComputeClient] = {}
+@dataclass
+class Table:
+    """Group 11 measured: its columns and rows, the times behind them (by row key and
+    system), notes, and the llvm backend's speed-up from one thread to every core."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    times: dict[str, dict[str, float]]
+    notes: list[str]
+    scaling: float | None
+
+
+def table(quick: bool, backends: tuple[str, ...] = BACKENDS) -> Table:
+    """Group 11, measured now: every row on every system found, each result checked."""
+    d = CpuData(quick)
     notes: list[str] = []
+    systems: dict[str, dict[str, Callable[[], Run]]] = {}
+    clients: dict[str, ComputeClient] = {}
     for name in backends:
         try:
             clients[name] = create_client(name)
         except Exception as e:  # a backend not installed here: a column without figures
             notes.append(f"{name}: not measured ({type(e).__name__}: {e})")
+            continue
+        systems[name] = _ours(clients[name], d)
+    systems.update(_peers(d, notes))
+    columns = [*backends, *(s for s in systems if s not in backends)]
     budget = 0.5 if quick else 2.0
     rows: list[list[str]] = []
-    scaling = None
-    for title, case in _cases(quick):
-        got: dict[str, float] = {}
-        for name, c in clients.items():
-            launch, check = case(c)
-            got[name] = _time(launch, c, budget)
-            check()
+    times: dict[str, dict[str, float]] = {}
+    for key, title in _titles(d).items():
+        got = times.setdefault(key, {})
+        for name, runs in systems.items():
+            if key in runs:
+                run = runs[key]()
+                got[name] = _time(run, budget)
+                run.check()
         best = min(got.values())
-        rows.append([title, *(f"{fmt_time(got[b])} ({got[b] / best:.2f}x)"
-                              if b in got else "-" for b in backends)])
-        if title.startswith("matmul") and "tiled" in title and "llvm" in clients:
-            c = clients["llvm"]
-            server = c.server
-            every, server.threads = server.threads, 1
-            launch, _ = case(c)
-            one = _time(launch, c, budget)
-            server.threads = every
-            scaling = one / got["llvm"]
-    return ["kernel", *backends], rows, notes, scaling
+        rows.append([title, *(f"{fmt_time(got[s])} ({got[s] / best:.2f}x)"
+                              if s in got else "-" for s in columns)])
+    scaling = None
+    if "llvm" in clients:
+        server = clients["llvm"].server
+        every = _time(systems["llvm"]["matmul tiled"](), budget)
+        threads, server.threads = server.threads, 1
+        one = _time(systems["llvm"]["matmul tiled"](), budget)
+        server.threads = threads
+        scaling = one / every
+    return Table(["kernel", *columns], rows, times, notes, scaling)
+
+
+_TARGETS = {"saxpy": 1.1, "rows": 1.2, "matmul naive": 1.2, "matmul tiled": 1.2,
+            "loop": 1.2}
+"""How close llvm must come to the fastest of PoCL and Taichi's CPU backend, by row."""
+
+
+def _targets(t: Table) -> list[Target]:
+    targets = []
+    for key, limit in _TARGETS.items():
+        got = t.times.get(key, {})
+        peers = [got[s] for s in ("opencl", "taichi cpu") if s in got]
+        if "llvm" in got and peers:
+            ratio = got["llvm"] / min(peers)
+            targets.append(Target(f"llvm {key} within {limit}x of fastest of PoCL, Taichi",
+                                  f"{ratio:.2f}x", ratio <= limit))
+    if "llvm" in t.times.get("tiny", {}):
+        tiny = t.times["tiny"]["llvm"]
+        targets.append(Target("llvm tiny launch and sync <= 15 us", fmt_time(tiny),
+                              tiny <= 15e-6))
+    if t.scaling is not None:
+        targets.append(Target("llvm every core vs one thread (tiled matmul) >= 1.7x",
+                              f"{t.scaling:.2f}x", t.scaling >= 1.7))
+    return targets
 
 
 def run(ctx: object) -> list[Figure]:
     """Group 11's one figure."""
-    quick = bool(getattr(ctx, "quick", False))
-    columns, rows, notes, scaling = table(quick)
-    targets = []
-    if scaling is not None:
-        targets.append(Target("llvm: every core vs one thread (tiled matmul)", ">= 1.7x",
-                              scaling >= 1.7))
-        notes.append(f"llvm on every core ran the tiled matmul {scaling:.2f}x as fast as on "
-                     "one thread")
-    return [Figure(11, "CPU backends side by side", "cpu, llvm, opencl",
+    t = table(bool(getattr(ctx, "quick", False)))
+    notes = list(t.notes)
+    if t.scaling is not None:
+        notes.append(f"llvm on every core ran the tiled matmul {t.scaling:.2f}x as fast as "
+                     "on one thread")
+    notes.append("Taichi: `ti.init(arch=ti.cpu)`, kernels over `ti.ndarray` buffers filled "
+                 "once, each call followed by `ti.sync()`; Warp: `wp.launch` on `wp.array` "
+                 "buffers of the `cpu` device, then `wp.synchronize()`; the same data and "
+                 "the same check against NumPy as ours")
+    return [Figure(11, "CPU backends side by side", ", ".join(t.columns[1:]),
                    "median time of one launch and its sync, on resident buffers; the ratio "
                    "is to the fastest of the row",
                    "compilation (each kernel compiled before timing), uploads, the check "
-                   "against NumPy", columns, rows, notes, targets)]
+                   "against NumPy", t.columns, t.rows, notes, _targets(t))]
 
 
 if __name__ == "__main__":
-    cols, body, extra, speedup = table("--quick" in sys.argv)
-    print(" | ".join(cols))
-    for r in body:
+    measured = table("--quick" in sys.argv)
+    print(" | ".join(measured.columns))
+    for r in measured.rows:
         print(" | ".join(r))
-    for line in extra:
+    for line in measured.notes:
         print(line)
-    if speedup is not None:
-        print(f"llvm every core / one thread (tiled matmul): {speedup:.2f}x")
+    for target in _targets(measured):
+        print(target)
