@@ -31,6 +31,7 @@ from cubecl_server.lang import (
     Array,
     CubeCount,
     CubeDim,
+    KernelFunction,
     f32,
     kernel,
     u32,
@@ -69,12 +70,12 @@ def _ours(c: ComputeClient, d: CpuData) -> dict[str, Callable[[], Run]]:
                                               np.uint32(n)),
                    c.sync, lambda: d.check_rows(c.read(out)))
 
-    def mm(fn: object) -> Callable[[], Run]:
+    def mm(fn: KernelFunction) -> Callable[[], Run]:
         def on() -> Run:
             k = d.a.shape[0]
             ha, hb = c.create(d.a.reshape(-1)), c.create(d.b.reshape(-1))
             out = c.create(np.zeros(k * k, np.float32))
-            return Run(lambda: fn.launch(c, CubeCount(k // TILE, k // TILE),  # type: ignore[attr-defined]
+            return Run(lambda: fn.launch(c, CubeCount(k // TILE, k // TILE),
                                          CubeDim(TILE, TILE), ha, hb, out, np.uint32(k)),
                        c.sync, lambda: d.check_matmul(c.read(out)))
         return on
