@@ -25,13 +25,27 @@ system-deps:
 	bash scripts/system-deps.sh
 
 ## test: set up everything the tests need, then run every test: the core's (with the
-## conformance suite on cpu, once), then each backend's own run of the suite (once
-## each); every run names its slowest tests, to keep the whole within 10 minutes
+## conformance suite on cpu, once) and each backend's own run of the suite (once each),
+## as many runs at a time as the machine has cores; every run names its slowest tests,
+## to keep the whole within 10 minutes
 test: venv system-deps
 	$(PIP) -e '.[dev]' $(foreach p,$(PLUGINS) $(EXAMPLE),-e $(p))
 	$(BIN)/ruff check .
+	$(MAKE) --no-print-directory --keep-going -j$(JOBS) --output-sync=target $(SUITES:%=suite/%)
+
+# Each run is one pytest process that keeps one of the cores busy most of its time, so
+# two cores finish the seven runs in about half the time one after another would take;
+# each run's output comes whole when it ends, and the longest start first (the rest of
+# the packages follow, so a package added to PLUGINS or EXAMPLE is never left out).
+JOBS    ?= $(shell nproc)
+LONGEST := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-llvm examples/cubecl-c
+SUITES  := tests $(LONGEST) $(filter-out $(LONGEST),$(PLUGINS) $(EXAMPLE))
+
+suite/tests:
 	$(PYTEST) --durations=15 tests
-	for p in $(PLUGINS) $(EXAMPLE); do (cd $$p && ../../$(PYTEST) --durations=5) || exit 1; done
+
+suite/%:
+	cd $* && ../../$(PYTEST) --durations=5
 
 lint: venv
 	$(BIN)/ruff check .
