@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import vk_kernels as K
+from vk_support import client_or_skip
 
 from cubecl_server.client import ComputeClient
 from cubecl_server.kernel import CubeCount, CubeDim
@@ -187,8 +188,6 @@ def test_bounds_checking(shared_client: ComputeClient) -> None:
 def test_staging_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     # Device-local buffers copied through staging buffers: the path of GPUs whose
     # storage memory the host cannot map.
-    from conftest import client_or_skip
-
     monkeypatch.setenv("CUBECL_VULKAN_STAGING", "1")
     c = client_or_skip()
     try:
