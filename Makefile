@@ -7,7 +7,7 @@ PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
 PLUGINS := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-cuda plugins/cubecl-llvm
 EXAMPLE := examples/cubecl-example examples/cubecl-c
 
-.PHONY: demo test lint bench mutation venv system-deps clean
+.PHONY: demo test lint bench mutation venv system-deps device-wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,14 @@ mutation: venv
 bench: venv
 	$(PIP) -e '.[bench]' $(foreach p,$(PLUGINS),-e $(p))
 	$(BIN)/python -m benchmarks $(if $(QUICK),--quick,)
+
+## device-wheels: the core's and the cuda plugin's wheels with platformdirs' in .whl/, for a
+## GPU machine without our venv (carried there; plugins/cubecl-cuda/scripts/device-check.sh)
+device-wheels: venv
+	rm -rf .whl
+	$(BIN)/python -m pip wheel -q --disable-pip-version-check --no-deps -w .whl . plugins/cubecl-cuda
+	$(BIN)/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+	  -d .whl platformdirs
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
