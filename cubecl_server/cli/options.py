@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from cubecl_server.errors import BackendNotFound
 from cubecl_server.plugins.registry import registry
@@ -16,5 +17,10 @@ def backend_name(text: str) -> str:
     try:
         registry().descriptor(text)
     except BackendNotFound as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        # argparse puts "cubecl-server COMMAND: error: argument --backend: " before it, so
+        # what exists goes on lines of its own, within 100 columns.
+        head, _, rest = str(e).partition("; ")
+        lines = textwrap.wrap(rest, 96, initial_indent="  ", subsequent_indent="  ")
+        raise argparse.ArgumentTypeError("\n".join([head + ";" if rest else head, *lines])) \
+            from None
     return text

@@ -19,6 +19,7 @@ def test_unknown_backend_is_an_error(command: list[str],
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert "no backend 'nosuch'" in err and "cpu" in err, err
+    assert max(map(len, err.splitlines())) <= 100, err
 
 
 @pytest.mark.parametrize("command", [["demo"], ["bundle", "export", "out.bundle"],
