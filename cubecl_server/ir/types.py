@@ -4,6 +4,7 @@ written, and what a kernel declares (parameters, locals, shared and local arrays
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -12,7 +13,10 @@ __all__ = ["Elem", "LINE_SIZES", "Line", "Type", "elem_of", "line_size", "Source
 
 
 class Elem(enum.Enum):
-    """A scalar element type: what one value of an expression or an array holds."""
+    """A scalar element type: what one value of an expression or an array holds.
+
+    Its properties are worked out once per member (launches read them per argument).
+    """
 
     F16 = "f16"
     F32 = "f32"
@@ -27,36 +31,36 @@ class Elem(enum.Enum):
     U8 = "u8"
     U16 = "u16"
 
-    @property
+    @functools.cached_property
     def is_float(self) -> bool:
         """Whether this is a floating-point type."""
         return self in (Elem.F16, Elem.F32, Elem.F64)
 
-    @property
+    @functools.cached_property
     def is_int(self) -> bool:
         """Whether this is an integer type (signed or unsigned, not bool)."""
         return self in (Elem.I32, Elem.I64, Elem.U32, Elem.U64, Elem.I8, Elem.I16, Elem.U8,
                         Elem.U16)
 
-    @property
+    @functools.cached_property
     def is_narrow(self) -> bool:
         """Whether this is an 8- or 16-bit integer type (i8, i16, u8, u16): a type C
         promotes to ``int`` before arithmetic, so a backend brings results back to it."""
         return self in (Elem.I8, Elem.I16, Elem.U8, Elem.U16)
 
-    @property
+    @functools.cached_property
     def is_signed(self) -> bool:
         """Whether this is a signed integer type."""
         return self in (Elem.I32, Elem.I64, Elem.I8, Elem.I16)
 
-    @property
+    @functools.cached_property
     def bits(self) -> int:
         """Width in bits (bool counts as 8: one byte in a buffer)."""
         return {"f16": 16, "f32": 32, "f64": 64, "i32": 32, "i64": 64,
                 "u32": 32, "u64": 64, "bool": 8, "i8": 8, "i16": 16, "u8": 8,
                 "u16": 16}[self.value]
 
-    @property
+    @functools.cached_property
     def numpy_name(self) -> str:
         """The NumPy dtype name with the same layout."""
         return "bool" if self is Elem.BOOL else {"f": "float", "i": "int", "u": "uint"}[
