@@ -15,7 +15,7 @@ import warp as wp
 
 from benchmarks.cpu_data import CpuData, Run
 
-__all__ = ["NAME", "runs"]
+__all__ = ["NAME", "columns"]
 
 NAME = "warp cpu"
 """The peer's column in group 11."""
@@ -68,7 +68,12 @@ def _array(host: np.ndarray) -> wp.array:
     return wp.array(host, device="cpu")
 
 
-def runs(d: CpuData) -> dict[str, Callable[[], Run]]:
+def columns(d: CpuData) -> dict[str, dict[str, Callable[[], Run]]]:
+    """Group 11's Warp column (Warp compiles without fast math by default)."""
+    return {NAME: _runs(d)}
+
+
+def _runs(d: CpuData) -> dict[str, Callable[[], Run]]:
     """Group 11's rows this peer runs, by row key: each builds its buffers and returns
     the launch, the sync and the check against NumPy."""
     def launch(kernel: object, dim: object, *args: object) -> Callable[[], None]:
@@ -94,5 +99,5 @@ def runs(d: CpuData) -> dict[str, Callable[[], Run]]:
         return Run(launch(_collatz, d.starts.size, x, out), wp.synchronize,
                    lambda: d.check_loop(out.numpy()))
 
-    return {"saxpy": lambda: saxpy(d.x, d.y), "rows": rows, "matmul naive": matmul,
+    return {"saxpy": lambda: saxpy(d.x, d.y), "rows serial": rows, "matmul naive": matmul,
             "loop": loop, "tiny": lambda: saxpy(d.tiny, d.tiny)}
