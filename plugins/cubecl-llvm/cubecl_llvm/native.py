@@ -21,11 +21,18 @@ _LOCK = threading.Lock()
 
 
 @cache
-def _machine() -> llvm.TargetMachine:
-    """The process's target machine: this host's CPU, with all its features."""
+def _native_target() -> None:
+    """LLVM's native target initialised, once: all that linking object code needs."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     llvm.initialize_native_asmparser()
+
+
+@cache
+def _machine() -> llvm.TargetMachine:
+    """The process's target machine: this host's CPU, with all its features (only
+    compiling needs it: a process that loads stored object code never makes one)."""
+    _native_target()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                         features=llvm.get_host_cpu_features().flatten(),
@@ -82,7 +89,7 @@ class LoadedObject:
 def load_object(data: bytes) -> LoadedObject:
     """``data`` (from :func:`compile_object`) linked into the process."""
     with _LOCK:
-        _machine()  # LLVM's native target, initialised
+        _native_target()
         # An engine owns (and frees) the target machine it is given: a plain one of
         # its own, which only links here (the object code was compiled already).
         tm = llvm.Target.from_default_triple().create_target_machine(
