@@ -31,8 +31,8 @@ class HandRecorded:
         # What our launch would bind, worked out once: a hand-written program holds these.
         self._server = server
         self._set = server._descriptor_set(loaded, bindings)
-        self._offset = server.ffi.new(
-            "uint32_t[1]", [server._info_offset(loaded, count, bindings, scalars)])
+        info = server._info_bytes(loaded, count, bindings, scalars)
+        self._offset = server.ffi.new("uint32_t[1]", [server._place(info)])
         self._pipeline, self._layout = loaded.pipeline, loaded.pipeline_layout
         self._groups = (count.x, count.y, count.z)
 

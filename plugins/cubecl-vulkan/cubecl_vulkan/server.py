@@ -15,12 +15,16 @@ entry and writes nothing; an entry used by recorded work is pinned until the sub
 that ran it has been waited for. The array bindings do not change with it, so a
 descriptor set is cached per kernel and set of buffer ranges: a hot launch allocates
 nothing in Vulkan and makes four raw calls (bind pipeline, bind set, dispatch,
-barrier).
+barrier). A launch that repeats the one before it (the same kernel, cube count,
+buffers and scalar objects) does not even pack its info words again: it reuses what
+that one worked out, and only pins the entry anew.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,6 +51,21 @@ MAX_BATCH = 256
 _POOL_SETS = 256
 _SET_CACHE_LIMIT = 4096
 _NO_TIMEOUT = 0xFFFFFFFFFFFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class _Repeat:
+    """A launch as :meth:`VulkanServer.launch` worked it out, for the next one that
+    names the same kernel, cube count, buffers and scalars."""
+
+    kernel: LoadedKernel
+    sides: tuple[int, int, int]
+    arrays: tuple[Binding, ...]
+    scalars: tuple[np.generic, ...]
+    pipeline: Any
+    groups: tuple[int, int, int]
+    info: bytes
+    descriptor_set: Any
 
 
 class VulkanServer:
@@ -116,6 +135,7 @@ class VulkanServer:
         """Queue submits so far (each waited for by its fence)."""
         self._batch_event: VulkanEvent | None = None
         """The event of the batch being recorded: complete once it is submitted and waited for."""
+        self._last: _Repeat | None = None
         self.kernels: list[LoadedKernel] = []
         """Every kernel loaded on this device (destroyed by :meth:`close`)."""
 
@@ -199,19 +219,37 @@ class VulkanServer:
         if (dim.x, dim.y, dim.z) != layout.local_size:
             raise ValueError(f"kernel {kernel.name!r} was compiled for cube dim "
                              f"{layout.local_size}, launched with {(dim.x, dim.y, dim.z)}")
-        if len(arrays) != len(layout.arrays):
-            raise ValueError(f"kernel {kernel.name!r} takes {len(layout.arrays)} arrays, "
-                             f"given {len(arrays)}")
-        if count.total == 0:
-            return
-        groups = fold_count(count, self.physical.max_workgroup_count)
-        if groups == (count.x, count.y, count.z):
-            pipeline = kernel.pipeline
+        arrays, scalars = tuple(arrays), tuple(scalars)
+        sides = (count.x, count.y, count.z)
+        last = self._last
+        # The same kernel on the same buffers, count and scalars as the launch before
+        # (an iterative loop's common case): what that one worked out still holds, as
+        # _reset_sets forgets it with the descriptor sets.
+        # Scalars by identity: equal values may differ in bits (0.0 and -0.0).
+        if (last is not None and last.kernel is kernel and last.sides == sides
+                and last.arrays == arrays and len(last.scalars) == len(scalars)
+                and all(map(operator.is_, last.scalars, scalars))):
+            pipeline, groups, info, descriptor_set = (last.pipeline, last.groups, last.info,
+                                                      last.descriptor_set)
         else:
-            pipeline = kernel.variant(self.vkdevice, groups[0] * groups[1] * groups[2]
-                                      > count.total)
-        at = self._info_offset(kernel, count, arrays, scalars)
-        descriptor_set = self._descriptor_set(kernel, arrays)
+            if len(arrays) != len(layout.arrays):
+                raise ValueError(f"kernel {kernel.name!r} takes {len(layout.arrays)} "
+                                 f"arrays, given {len(arrays)}")
+            if count.total == 0:
+                return None
+            groups = fold_count(count, self.physical.max_workgroup_count)
+            if groups == sides:
+                pipeline = kernel.pipeline
+            else:
+                pipeline = kernel.variant(self.vkdevice, groups[0] * groups[1] * groups[2]
+                                          > count.total)
+            info = self._info_bytes(kernel, count, arrays, scalars)
+            # The set before the info's place: finding room for a set may submit the
+            # batch, which would unpin an entry placed before it.
+            descriptor_set = self._descriptor_set(kernel, arrays)
+            self._last = _Repeat(kernel, sides, arrays, scalars, pipeline, groups, info,
+                                 descriptor_set)
+        at = self._place(info)
 
         self._begin()
         lib, vk, cmd = self.lib, self.vk, self._cmd
@@ -278,17 +316,20 @@ class VulkanServer:
         self.lib.vkCmdPipelineBarrier(self._cmd, all_commands, all_commands, 0, 1,
                                       self._all_barrier, 0, ffi.NULL, 0, ffi.NULL)
 
-    def _info_offset(self, kernel: LoadedKernel, count: CubeCount, arrays: Sequence[Binding],
-                     scalars: Sequence[np.generic]) -> int:
-        """Where this launch's info words are in the region: packed, then looked up in
-        the metadata cache by their bytes, and written there only when new."""
+    def _info_bytes(self, kernel: LoadedKernel, count: CubeCount, arrays: Sequence[Binding],
+                    scalars: Sequence[np.generic]) -> bytes:
+        """This launch's info words, packed."""
         words = kernel.meta_bytes // 4
         scratch = self._scratch
         if words > scratch.size:
             scratch = self._scratch = np.zeros(words, np.uint32)
         scratch[0] = 0  # a kernel with no info words still binds one
         kernel.layout.info.pack(scratch, 0, count, arrays, scalars)
-        info = scratch[:words].tobytes()
+        return scratch[:words].tobytes()
+
+    def _place(self, info: bytes) -> int:
+        """Where ``info`` is in the region: looked up in the metadata cache by its bytes
+        (pinned there until the batch has run), and written there only when new."""
         found = self.metadata.lookup(info)
         if found is None:
             self.sync()  # every entry is in use by recorded work: run it, then evict
@@ -372,7 +413,9 @@ class VulkanServer:
         self._pool_free = _POOL_SETS
 
     def _reset_sets(self) -> None:
-        """Forget every cached descriptor set (nothing in flight may use them)."""
+        """Forget every cached descriptor set (nothing in flight may use them), and the
+        last launch that named one."""
+        self._last = None
         for pool in self._pools:
             self.vk.vkResetDescriptorPool(self.vkdevice.handle, pool, 0)
         self._sets.clear()
