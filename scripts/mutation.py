@@ -341,22 +341,22 @@ MUTANTS: tuple[Mutant, ...] = (
            "cache_key = (str(path), backend, variant, names)",
            "cache_key = (backend, variant, names)",
            "a switch of environment keeps the first environment's store"),
-    Mutant("ST6", "store", "cubecl_server/persistence/sqlite.py",
+    Mutant("ST6", "store", "cubecl_server/persistence/entries.py",
            "and len(value) == size and checksum(value) == stored_checksum",
            "and len(value) == size",
            "the stored checksum is never checked"),
-    Mutant("ST7", "store", "cubecl_server/persistence/sqlite.py",
+    Mutant("ST7", "store", "cubecl_server/persistence/entries.py",
            "                if not self._read_only:\n                    self._best_effort(\n"
            '                        "purge"',
            "                if False:\n                    self._best_effort(\n"
            '                        "purge"',
            "a value that fails its checksum is a miss but is left in the store"),
-    Mutant("ST8", "store", "cubecl_server/persistence/sqlite.py",
+    Mutant("ST8", "store", "cubecl_server/persistence/entries.py",
            "        return PutResult.CONFLICT\n",
            "        conn.execute(_INSERT + _OVERWRITE, args)\n"
            "        return PutResult.INSERTED\n",
            "the last writer wins: a second value replaces the stored one"),
-    Mutant("ST9", "store", "cubecl_server/persistence/sqlite.py",
+    Mutant("ST9", "store", "cubecl_server/persistence/entries.py",
            '" WHERE namespace = ? AND key = ?", (namespace, key),\n            ).fetchone()\n'
            "            if row is None:\n                return None\n"
            "            value, stored, origin",
