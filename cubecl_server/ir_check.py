@@ -31,7 +31,8 @@ _FLOAT_FNS = frozenset({
     ir.MathFn.COS, ir.MathFn.TANH, ir.MathFn.ERF, ir.MathFn.FLOOR, ir.MathFn.CEIL,
     ir.MathFn.POW, ir.MathFn.FMA, ir.MathFn.ISNAN, ir.MathFn.ISINF, ir.MathFn.TAN,
     ir.MathFn.ASIN, ir.MathFn.ACOS, ir.MathFn.ATAN, ir.MathFn.ATAN2, ir.MathFn.SINH,
-    ir.MathFn.COSH, ir.MathFn.LOG2, ir.MathFn.EXP2, ir.MathFn.LOG1P, ir.MathFn.EXPM1,
+    ir.MathFn.COSH, ir.MathFn.ASINH, ir.MathFn.ACOSH, ir.MathFn.ATANH, ir.MathFn.LOG2,
+    ir.MathFn.EXP2, ir.MathFn.LOG1P, ir.MathFn.EXPM1,
     ir.MathFn.ROUND, ir.MathFn.TRUNC, ir.MathFn.COPYSIGN, ir.MathFn.HYPOT,
     ir.MathFn.RHYPOT, ir.MathFn.POWI,
 })

@@ -49,7 +49,8 @@ ONE_ARG: dict[M, Callable[[np.ndarray], np.ndarray]] = {
     M.EXP: np.exp, M.EXP2: np.exp2, M.EXPM1: np.expm1, M.LOG: np.log, M.LOG2: np.log2,
     M.LOG1P: np.log1p, M.SQRT: np.sqrt, M.RSQRT: lambda x: 1 / np.sqrt(x), M.SIN: np.sin,
     M.COS: np.cos, M.TAN: np.tan, M.ASIN: np.arcsin, M.ACOS: np.arccos, M.ATAN: np.arctan,
-    M.SINH: np.sinh, M.COSH: np.cosh, M.TANH: np.tanh, M.ERF: _erf, M.FLOOR: np.floor,
+    M.SINH: np.sinh, M.COSH: np.cosh, M.TANH: np.tanh, M.ASINH: np.arcsinh,
+    M.ACOSH: np.arccosh, M.ATANH: np.arctanh, M.ERF: _erf, M.FLOOR: np.floor,
     M.CEIL: np.ceil, M.TRUNC: np.trunc, M.ROUND: np.rint,
 }
 """The one-argument functions and NumPy's C99 reference for each."""
@@ -87,8 +88,8 @@ def random_values(rng: np.random.Generator, elem: ir.Elem, fn: Any) -> np.ndarra
     mag = np.exp(rng.uniform(np.log(float(fi.smallest_subnormal)), np.log(float(fi.max)),
                              RANDOM))
     wide = mag * rng.choice([-1.0, 1.0], RANDOM)
-    lo, hi = (-1.0, 1.0) if fn in (M.ASIN, M.ACOS) else (-0.5, 3.0) if fn in (
-        M.LOG, M.LOG2, M.LOG1P) else (-10.0, 10.0)
+    lo, hi = (-1.0, 1.0) if fn in (M.ASIN, M.ACOS, M.ATANH) else (-0.5, 3.0) if fn in (
+        M.LOG, M.LOG2, M.LOG1P) else (0.5, 10.0) if fn is M.ACOSH else (-10.0, 10.0)
     return np.concatenate([wide, rng.uniform(lo, hi, RANDOM)]).astype(dt)
 
 

@@ -39,7 +39,8 @@ __all__ = [
     "PLANE_DIM", "UNIT_POS_PLANE",
     "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil",
     "pow", "fma", "min", "max", "clamp", "isnan", "isinf", "tan", "asin", "acos", "atan",
-    "atan2", "sinh", "cosh", "log2", "exp2", "log1p", "expm1", "round", "trunc", "sign",
+    "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "exp2", "log1p", "expm1",
+    "round", "trunc", "sign",
     "copysign", "hypot", "rhypot", "powi", "count_ones", "reverse_bits", "leading_zeros",
     "trailing_zeros", "find_first_set", "mul_hi", "saturating_add", "saturating_sub", "select",
 ]
@@ -363,6 +364,11 @@ atan2 = MathIntrinsic(ir.MathFn.ATAN2, 2, "Math function: atan2(y, x), the angle
                       "point (x, y), in [-pi, pi] (floats).")
 sinh = MathIntrinsic(ir.MathFn.SINH, 1, "Math function: hyperbolic sine (floats).")
 cosh = MathIntrinsic(ir.MathFn.COSH, 1, "Math function: hyperbolic cosine (floats).")
+asinh = MathIntrinsic(ir.MathFn.ASINH, 1, "Math function: inverse hyperbolic sine (floats).")
+acosh = MathIntrinsic(ir.MathFn.ACOSH, 1, "Math function: inverse hyperbolic cosine, NaN "
+                      "below 1 (floats).")
+atanh = MathIntrinsic(ir.MathFn.ATANH, 1, "Math function: inverse hyperbolic tangent, "
+                      "infinite at 1 and -1, NaN past them (floats).")
 log2 = MathIntrinsic(ir.MathFn.LOG2, 1, "Math function: base-2 logarithm (floats).")
 exp2 = MathIntrinsic(ir.MathFn.EXP2, 1, "Math function: 2**x (floats).")
 log1p = MathIntrinsic(ir.MathFn.LOG1P, 1, "Math function: log(1 + x), exact for small x "

@@ -98,6 +98,8 @@ _FLOAT_FNS = {ir.MathFn.EXP: "np.exp", ir.MathFn.LOG: "np.log", ir.MathFn.SQRT: 
               ir.MathFn.TAN: "np.tan", ir.MathFn.ASIN: "np.arcsin",
               ir.MathFn.ACOS: "np.arccos", ir.MathFn.ATAN: "np.arctan",
               ir.MathFn.SINH: "np.sinh", ir.MathFn.COSH: "np.cosh", ir.MathFn.LOG2: "np.log2",
+              ir.MathFn.ASINH: "np.arcsinh", ir.MathFn.ACOSH: "np.arccosh",
+              ir.MathFn.ATANH: "np.arctanh",
               ir.MathFn.EXP2: "np.exp2", ir.MathFn.LOG1P: "np.log1p",
               ir.MathFn.EXPM1: "np.expm1", ir.MathFn.ROUND: "np.rint",
               ir.MathFn.TRUNC: "np.trunc", ir.MathFn.ISNAN: "np.isnan",

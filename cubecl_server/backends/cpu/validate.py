@@ -64,7 +64,7 @@ NUMPY_NAMES = _DTYPES | frozenset({
     "True_", "False_", "zeros", "trunc", "fmod", "abs", "fmin", "fmax",
     "isnan", "isinf", "power", "exp", "log", "sqrt", "sin", "cos", "tanh", "floor", "ceil",
     "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "log2", "exp2", "log1p",
-    "expm1", "rint", "copysign", "hypot",
+    "expm1", "rint", "copysign", "hypot", "arcsinh", "arccosh", "arctanh",
 })
 """What generated code reads from ``np``: the IR's dtypes and the functions it calls."""
 
