@@ -29,7 +29,9 @@ system-deps:
 ## as many runs at a time as the machine has cores; every run names its slowest tests,
 ## to keep the whole within 10 minutes
 test: venv system-deps
-	$(PIP) -e '.[dev]' $(foreach p,$(PLUGINS) $(EXAMPLE),-e $(p))
+	# The packages' build backend installed once, not in a fresh environment per package.
+	$(PIP) 'hatchling>=1.18' editables
+	$(PIP) --no-build-isolation -e '.[dev]' $(foreach p,$(PLUGINS) $(EXAMPLE),-e $(p))
 	$(BIN)/ruff check .
 	$(MAKE) --no-print-directory --keep-going -j$(JOBS) --output-sync=target $(SUITES:%=suite/%)
 
@@ -38,7 +40,8 @@ test: venv system-deps
 # each run's output comes whole when it ends, and the longest start first (the rest of
 # the packages follow, so a package added to PLUGINS or EXAMPLE is never left out).
 JOBS    ?= $(shell nproc)
-LONGEST := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-llvm examples/cubecl-c
+LONGEST := plugins/cubecl-opencl plugins/cubecl-vulkan plugins/cubecl-llvm examples/cubecl-c \
+           examples/cubecl-example
 SUITES  := tests $(LONGEST) $(filter-out $(LONGEST),$(PLUGINS) $(EXAMPLE))
 
 suite/tests:
