@@ -28,8 +28,8 @@ system-deps:
 ## conformance suite on cpu, once) and each backend's own run of the suite (once each),
 ## as many runs at a time as the machine has cores; every run names its slowest tests,
 ## to keep the whole within 10 minutes
+## (the packages' build backend is installed once, not in a fresh environment per package)
 test: venv system-deps
-	# The packages' build backend installed once, not in a fresh environment per package.
 	$(PIP) 'hatchling>=1.18' editables
 	$(PIP) --no-build-isolation -e '.[dev]' $(foreach p,$(PLUGINS) $(EXAMPLE),-e $(p))
 	$(BIN)/ruff check .
