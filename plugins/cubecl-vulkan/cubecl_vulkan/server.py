@@ -136,6 +136,9 @@ class VulkanServer:
         self._batch_event: VulkanEvent | None = None
         """The event of the batch being recorded: complete once it is submitted and waited for."""
         self._last: _Repeat | None = None
+        self._set_generation = 0
+        """How many times the descriptor sets were reset (a launch checks it did not
+        happen while it placed its info)."""
         self.kernels: list[LoadedKernel] = []
         """Every kernel loaded on this device (destroyed by :meth:`close`)."""
 
@@ -221,7 +224,7 @@ class VulkanServer:
                              f"{layout.local_size}, launched with {(dim.x, dim.y, dim.z)}")
         arrays, scalars = tuple(arrays), tuple(scalars)
         sides = (count.x, count.y, count.z)
-        last = self._last
+        last, sets = self._last, self._set_generation
         # The same kernel on the same buffers, count and scalars as the launch before
         # (an iterative loop's common case): what that one worked out still holds, as
         # _reset_sets forgets it with the descriptor sets.
@@ -247,9 +250,16 @@ class VulkanServer:
             # The set before the info's place: finding room for a set may submit the
             # batch, which would unpin an entry placed before it.
             descriptor_set = self._descriptor_set(kernel, arrays)
+            last, sets = None, self._set_generation
+        at = self._place(info)
+        if self._set_generation != sets:
+            # Placing the info submitted the batch, and that reset the sets (a freed
+            # buffer was destroyed): this launch's is made again, in an empty cache,
+            # so without another submit.
+            descriptor_set, last = self._descriptor_set(kernel, arrays), None
+        if last is None:
             self._last = _Repeat(kernel, sides, arrays, scalars, pipeline, groups, info,
                                  descriptor_set)
-        at = self._place(info)
 
         self._begin()
         lib, vk, cmd = self.lib, self.vk, self._cmd
@@ -416,6 +426,7 @@ class VulkanServer:
         """Forget every cached descriptor set (nothing in flight may use them), and the
         last launch that named one."""
         self._last = None
+        self._set_generation += 1
         for pool in self._pools:
             self.vk.vkResetDescriptorPool(self.vkdevice.handle, pool, 0)
         self._sets.clear()
