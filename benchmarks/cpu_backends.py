@@ -77,19 +77,14 @@ def _ours(c: ComputeClient, d: CpuData) -> dict[str, Callable[[], Run]]:
                                                out, np.float32(2.0)),
                    c.sync, lambda: d.check_saxpy(c.read(out), x, y))
 
-    def rows() -> Run:
-        n = d.grid.shape[0]
-        h, out = c.create(d.grid.reshape(-1)), c.create(np.zeros(n, np.float32))
-        return Run(lambda: reduce_rows.launch(c, CubeCount(n), CubeDim(REDUCE_CUBE), h, out,
-                                              np.uint32(n)),
-                   c.sync, lambda: d.check_rows(c.read(out)))
+    n = d.grid.shape[0]
 
-    def serial_rows() -> Run:
-        n = d.grid.shape[0]
-        h, out = c.create(d.grid.reshape(-1)), c.create(np.zeros(n, np.float32))
-        return Run(lambda: row_sums_serial.launch(c, CubeCount(-(-n // 64)), CubeDim(64), h,
-                                                  out, np.uint32(n)),
-                   c.sync, lambda: d.check_rows(c.read(out)))
+    def rows(fn: KernelFunction, count: CubeCount, dim: CubeDim) -> Callable[[], Run]:
+        def on() -> Run:
+            h, out = c.create(d.grid.reshape(-1)), c.create(np.zeros(n, np.float32))
+            return Run(lambda: fn.launch(c, count, dim, h, out, np.uint32(n)),
+                       c.sync, lambda: d.check_rows(c.read(out)))
+        return on
 
     def mm(fn: KernelFunction) -> Callable[[], Run]:
         def on() -> Run:
@@ -107,7 +102,9 @@ def _ours(c: ComputeClient, d: CpuData) -> dict[str, Callable[[], Run]]:
         return Run(lambda: collatz.launch(c, CubeCount(m // 256), CubeDim(256), h, out),
                    c.sync, lambda: d.check_loop(c.read(out)))
 
-    return {"saxpy": lambda: saxpy(d.x, d.y), "rows": rows, "rows serial": serial_rows,
+    return {"saxpy": lambda: saxpy(d.x, d.y),
+            "rows": rows(reduce_rows, CubeCount(n), CubeDim(REDUCE_CUBE)),
+            "rows serial": rows(row_sums_serial, CubeCount(-(-n // 64)), CubeDim(64)),
             "matmul naive": mm(matmul_naive), "matmul tiled": mm(matmul), "loop": loop,
             "tiny": lambda: saxpy(d.tiny, d.tiny)}
 

@@ -89,7 +89,10 @@ def columns(d: CpuData) -> dict[str, dict[str, Callable[[], Run]]]:
     """Group 11's two Taichi columns: its default (fast math) and exact arithmetic."""
     def on(fast_math: bool) -> dict[str, Callable[[], Run]]:
         def started(build: Callable[[], Run]) -> Callable[[], Run]:
-            return lambda: (_init(fast_math), build())[1]
+            def run() -> Run:
+                _init(fast_math)
+                return build()
+            return run
         return {key: started(build) for key, build in _runs(d).items()}
     return {NAME: on(True), EXACT: on(False)}
 
