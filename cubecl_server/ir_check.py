@@ -480,13 +480,8 @@ class _Checker:
                 elem = self.memory(array, e)
                 self.index(index, e)
                 self.typed(e, elem, f"{array!r} holds {elem.value}")
-            case ir.Len(array=array) | ir.Rank(array=array):
+            case ir.Len(array=array) | ir.Rank(array=array) | ir.BufferLen(array=array):
                 self.array_param(array, e)
-            case ir.BufferLen(array=array):
-                self.array_param(array, e)
-                if isinstance(self.arrays[array], ir.Line):
-                    raise _Violation(f"{array!r} is a line array: its len counts lines, "
-                                     "and it has no buffer_len", e)
             case ir.Shape(array=array, dim=dim) | ir.Stride(array=array, dim=dim):
                 self.array_param(array, e)
                 if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:

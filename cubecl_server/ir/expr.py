@@ -393,7 +393,8 @@ class LineReduce:
 @dataclass(frozen=True)
 class LineMake:
     """A line of ``type`` made of ``parts``, one expression of its element type per
-    element, in order. The frontend makes none; the lowering passes do."""
+    element, in order: the frontend's for a lane set and operations per lane, the
+    passes' for what they take apart."""
 
     parts: tuple[Expr, ...]
     type: Line

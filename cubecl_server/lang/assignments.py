@@ -17,12 +17,15 @@ from . import types as lt
 from .builder import Builder, LocalInfo
 from .expressions import read_name
 from .intrinsics import atomic, atomic_value
+from .lanes import lane_choice, with_lane
 from .memory import (
     EXAMPLE_DECL,
     array_kind,
+    array_ref,
     declare_array,
     declare_slice,
     shared_or_param_elem,
+    slice_of,
     subscript,
 )
 from .operations import binary, coerce, lift
@@ -119,6 +122,8 @@ def stmt_AugAssign(b: Builder, node: ast.AugAssign) -> list[ir.Stmt]:
     target = node.target
     if isinstance(target, ast.Name):
         current = read_name(b, target.id, target)
+    elif isinstance(target, ast.Subscript) and lane_target(b, target) is not None:
+        current = b.expr(target)
     elif isinstance(target, ast.Subscript):
         array, elem, index = subscript(b, target)
         current = ir.Load(array, index, elem)
@@ -134,6 +139,8 @@ def assign_to(b: Builder, target: ast.expr, value: Value, node: ast.stmt,
     """The IR for storing ``value`` into ``target`` (a variable or ``a[i]``)."""
     if isinstance(target, ast.Name):
         return assign_name(b, target.id, value, node, value_node)
+    if isinstance(target, ast.Subscript) and lane_target(b, target) is not None:
+        return assign_lane(b, target, value, node, value_node)
     if isinstance(target, ast.Subscript):
         array, elem, index = subscript(b, target)
         if isinstance(elem, ir.Line):
@@ -156,6 +163,37 @@ def assign_to(b: Builder, target: ast.expr, value: Value, node: ast.stmt,
         raise b.fail(target, f"assignment to attributes (`{b.seg(target)}`) is not "
                              "supported in kernels")
     raise b.fail(target, f"cannot assign to `{b.seg(target)}` in a kernel")
+
+
+def lane_target(b: Builder, target: ast.Subscript) -> LocalInfo | None:
+    """The local ``v`` of a target ``v[k]`` that sets a lane of a line (a scalar in a
+    kernel with line arrays is a line of one), or None for an element of memory."""
+    base = target.value
+    if not isinstance(base, ast.Name) or array_ref(b, base) is not None \
+            or slice_of(b, base) is not None:
+        return None
+    info = b.locals.get(base.id)
+    if info is None or not (isinstance(info.elem, ir.Line) or b.unit.has_lines):
+        return None
+    return info
+
+
+def assign_lane(b: Builder, target: ast.Subscript, value: Value, node: ast.stmt,
+                value_node: ast.expr | ast.stmt) -> ir.Stmt:
+    """``v[k] = x``: the local line ``v`` becomes ``v`` with lane ``k`` holding ``x``."""
+    assert isinstance(target.value, ast.Name)
+    name = target.value.id
+    line = concrete(read_name(b, name, target.value))
+    elem = ir.elem_of(line.type)
+    x = coerce(b, value, elem, node, value_node, f"a lane of `{name}` ({elem.value})")
+    size = line.type.size if isinstance(line.type, ir.Line) else 1
+    k = lane_choice(b, b.expr(target.slice), size, target)
+    if not isinstance(k, int) and not isinstance(x, ir.Const | ir.Var):
+        # Each lane's select reads the value: compute it once.
+        held = b.temp("lane", elem)
+        b.unit.pending.append(ir.Assign(held.name, x))
+        x = held
+    return assign_name(b, name, with_lane(line, k, x), node, value_node)
 
 
 def check_assignable(b: Builder, name: str, node: ast.AST) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from .. import ir
 from .builder import NOT_FOUND, Builder
 from .calls import expr_Call
+from .lanes import lane_choice, lane_of
 from .memory import array_kind, array_ref, shape_or_stride, slice_of, subscript
 from .operations import apply, binary, choose, constant_bool
 from .typerules import TypeRuleError, Value, Weak, check_unary, fold_unary, kind_of
@@ -105,22 +106,20 @@ def expr_Subscript(b: Builder, node: ast.Subscript) -> Value:
 
 
 def element(b: Builder, v: Value, node: ast.Subscript) -> Value:
-    """``v[k]``: element ``k`` (a constant) of a line; a scalar is a line of one."""
-    k = b.expr(node.slice) if not isinstance(node.slice, ast.Slice) else None
+    """``v[k]``: lane ``k`` of a line, a constant or chosen at run time
+    (:mod:`.lanes`); a scalar is a line of one."""
+    if isinstance(node.slice, ast.Slice):
+        raise b.fail(node, f"`{b.seg(node.value)}` is a line: take one lane, `v[k]`, not "
+                           "a slice")
     size = v.type.size if not isinstance(v, Weak) and isinstance(v.type, ir.Line) else 1
-    if not isinstance(k, (Weak, ir.Const)) or isinstance(k.value, bool) \
-            or not isinstance(k.value, int):
-        raise b.fail(node, f"the element of a line is chosen by a constant integer "
-                           f"(a literal or comptime value), not "
-                           f"`{b.seg(node.slice)}`")
-    if not 0 <= k.value < size:
-        raise b.fail(node, f"element {k.value} of `{b.seg(node.value)}`, a line of "
-                           f"{size}: the elements are 0..{size - 1}")
+    k = lane_choice(b, b.expr(node.slice), size, node)
+    if not isinstance(k, int):
+        return lane_of(b, v, k, node, node.value)
     if isinstance(v, Weak) or not isinstance(v.type, ir.Line):
         return v
     if isinstance(v, ir.LineFill):
         return v.x
-    return ir.LineElement(v, int(k.value), v.type.elem)
+    return ir.LineElement(v, k, v.type.elem)
 
 
 def expr_BinOp(b: Builder, node: ast.BinOp) -> Value:

@@ -22,6 +22,7 @@ from .. import ir
 from . import types as lt
 from .builder import Builder
 from .composed import COMPOSED, composed
+from .lanes import per_lane
 from .mathcalls import call_math
 from .memory import (
     EXAMPLE_DECL,
@@ -95,19 +96,20 @@ def call_bitcast(b: Builder, fn: object, node: ast.Call) -> Value:
             v = const_of(v, src)
         except TypeRuleError as err:
             b.rule_error(node, err, x_node)
-    if isinstance(v.type, ir.Line):
-        raise b.fail(node, f"bitcast() takes a scalar, not a {v.type.value}: cast "
-                           "the line's elements one at a time")
-    if v.type.is_narrow:
+    elem = ir.elem_of(v.type)
+    if elem.is_narrow:
         raise b.fail(node, f"bitcast() takes f32, i32, u32, f64, i64 or u64, not "
-                           f"{v.type.value} `{b.seg(x_node)}`; for the bits of a "
+                           f"{elem.value} `{b.seg(x_node)}`; for the bits of a "
                            f"narrow integer, cast it: {t.name}(...) wraps")
-    if v.type in (ir.Elem.BOOL, ir.Elem.F16) or v.type.bits != t.elem.bits:
+    if elem in (ir.Elem.BOOL, ir.Elem.F16) or elem.bits != t.elem.bits:
         raise b.fail(node, f"bitcast() keeps the width: `{b.seg(x_node)}` is "
-                           f"{v.type.value} ({v.type.bits} bits) and {t.name} has "
+                           f"{elem.value} ({elem.bits} bits) and {t.name} has "
                            f"{t.elem.bits}{b.describe_vars(x_node)}")
-    if v.type is t.elem:
+    if elem is t.elem:
         return v
+    if isinstance(v.type, ir.Line):
+        # Each lane's bits on their own.
+        return per_lane(b, v, lambda e: ir.Bitcast(e, t.elem), t.elem, node, x_node)
     return ir.Bitcast(concrete(v), t.elem)
 
 
@@ -130,7 +132,8 @@ def call_len(b: Builder, fn: object, node: ast.Call) -> Value:
 
 
 def call_buffer_meta(b: Builder, fn: lt.Intrinsic, node: ast.Call) -> Value:
-    """``buffer_len(a)`` / ``rank(a)`` of an array parameter (u32)."""
+    """``buffer_len(a)`` / ``rank(a)`` of an array parameter (u32); the buffer_len of a
+    line array counts lines."""
     arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
     ref = array_ref(b, arg) if arg is not None else None
     p = b.params.get(arg.id) if isinstance(arg, ast.Name) else None
@@ -138,10 +141,15 @@ def call_buffer_meta(b: Builder, fn: lt.Intrinsic, node: ast.Call) -> Value:
         raise b.fail(node, f"{fn.name}() takes one array parameter: {fn.name}(a)")
     if fn is lt.rank:
         return ir.Rank(p.name)
+    n: ir.Expr = ir.BufferLen(p.name)
     if p.line > 1:
-        raise b.fail(node, f"`{arg.id}` is a line array: len() counts its lines, "
-                           "and it has no buffer_len()")
-    return ir.BufferLen(p.name)
+        # Lines of the buffer, as len() counts them: the last one may be partial.
+        u32, size = ir.Elem.U32, ir.Const(p.line, ir.Elem.U32)
+        rest = ir.Binary(ir.BinOp.REM, n, size, u32)
+        partial = ir.Select(ir.Binary(ir.BinOp.NE, rest, ir.Const(0, u32), ir.Elem.BOOL),
+                            ir.Const(1, u32), ir.Const(0, u32), u32)
+        n = ir.Binary(ir.BinOp.ADD, ir.Binary(ir.BinOp.IDIV, n, size, u32), partial, u32)
+    return n
 
 
 def call_line(b: Builder, obj: lt.Intrinsic, node: ast.Call) -> Value:
@@ -235,19 +243,20 @@ def call_plane(b: Builder, fn: lt.PlaneIntrinsic, node: ast.Call) -> Value:
         x = concrete(v)
     except TypeRuleError as err:
         b.rule_error(node, err, node.args[0])
-    if isinstance(x.type, ir.Line):
-        raise b.fail(node, f"{fn.name}() takes a scalar, not a {x.type.value}: reduce "
-                           "the line first (line_sum...) or take one element")
+    elem = ir.elem_of(x.type)
+    if isinstance(x.type, ir.Line) and fn.fn is ir.PlaneFn.BALLOT:
+        raise b.fail(node, f"{fn.name}() takes a bool, not a {x.type.value}: ballot "
+                           f"each lane, e.g. {fn.name}({b.seg(node.args[0])}[0])")
     takes_bool = fn.fn in (ir.PlaneFn.ALL, ir.PlaneFn.ANY, ir.PlaneFn.BALLOT)
     with_lane = fn.fn in (ir.PlaneFn.BROADCAST, ir.PlaneFn.SHUFFLE_XOR, ir.PlaneFn.SHUFFLE)
-    if takes_bool and x.type is not ir.Elem.BOOL:
+    if takes_bool and elem is not ir.Elem.BOOL:
         raise b.fail(node, f"{fn.name}() needs a bool, got {x.type.value} in "
                            f"`{b.seg(node)}`; compare it, e.g. "
                            f"{fn.name}({b.seg(node.args[0])} > 0)")
-    if not takes_bool and not with_lane and x.type is ir.Elem.BOOL:
-        raise b.fail(node, f"{fn.name}() needs a number, got bool in "
+    if not takes_bool and not with_lane and elem is ir.Elem.BOOL:
+        raise b.fail(node, f"{fn.name}() needs a number, got {x.type.value} in "
                            f"`{b.seg(node)}`")
-    if x.type.is_narrow:
+    if elem.is_narrow:
         raise b.fail(node, f"{fn.name}() takes no 8- or 16-bit integer, got "
                            f"{x.type.value} in `{b.seg(node)}`; cast it, e.g. "
                            f"{fn.name}(i32({b.seg(node.args[0])}))")
@@ -270,6 +279,14 @@ def call_plane(b: Builder, fn: lt.PlaneIntrinsic, node: ast.Call) -> Value:
     if fn in (lt.plane_shuffle_up, lt.plane_shuffle_down):
         assert lane is not None
         lane = shift_lane(b, lane, fn is lt.plane_shuffle_up)
+    if isinstance(x.type, ir.Line):
+        # Each lane across the plane on its own, every lane reading the one lane index.
+        if lane is not None and not isinstance(lane, ir.Const | ir.Var | ir.Builtin):
+            held = b.temp("lane", ir.elem_of(lane.type))
+            b.unit.pending.append(ir.Assign(held.name, lane))
+            lane = held
+        return per_lane(b, x, lambda e: ir.PlaneOp(fn.fn, e, lane, elem), elem, node,
+                        node.args[0])
     return ir.PlaneOp(fn.fn, x, lane,
                       ir.Elem.U32 if fn.fn is ir.PlaneFn.BALLOT else x.type)
 

@@ -29,6 +29,7 @@ from cubecl_server.lang import (
     line_size,
     line_sum,
     parse_kernel,
+    plane_ballot,
     select,
     sqrt,
     u32,
@@ -143,15 +144,28 @@ def test_misuses_name_the_fix() -> None:
 
     def bits(x: Array[Line[f32]], out: Array[u32]) -> None:
         out[0] = bitcast(x[0], u32)
-    assert "bitcast() takes a scalar" in _refused(bits)
+    assert "holds u32 but the value is Line[u32, 4]" in _refused(bits)
 
     def past(x: Array[Line[f32]], out: Array[f32]) -> None:
         out[0] = x[0][4]
     assert "element 4 of `x[0]`, a line of 4" in _refused(past)
 
-    def moving(x: Array[Line[f32]], out: Array[f32], k: u32) -> None:
+    def float_lane(x: Array[Line[f32]], out: Array[f32], k: f32) -> None:
         out[0] = x[0][k]
-    assert "chosen by a constant integer" in _refused(moving)
+    assert "chosen by an integer, not `k` (f32)" in _refused(float_lane)
+
+    def set_past(x: Array[Line[f32]]) -> None:
+        v = x[0]
+        v[4] = 1.0
+    assert "element 4 of `v`, a line of 4" in _refused(set_past)
+
+    def ballot(x: Array[Line[f32]], out: Array[u32]) -> None:
+        out[0] = plane_ballot(x[0] > 0.0)
+    assert "ballot each lane" in _refused(ballot)
+
+    def sliced(x: Array[Line[f32]], out: Array[f32]) -> None:
+        out[0] = line_sum(x[0][1:3])
+    assert "take one lane" in _refused(sliced)
 
     def mismatch(x: Array[Line[f32]], out: Array[Line[f32]], n: i32) -> None:
         out[0] = x[0] + n

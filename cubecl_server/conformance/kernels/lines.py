@@ -24,7 +24,8 @@ from cubecl_server.lang import (
 
 from .operations import scalar
 
-__all__ = ["line_floats", "line_ints", "line_copy", "lines_saxpy", "line_gather"]
+__all__ = ["line_floats", "line_ints", "line_copy", "lines_saxpy", "line_gather", "line_lanes",
+           "plane_lines"]
 
 
 @cache
@@ -105,3 +106,42 @@ def line_gather(a: Array[cl.Line[f32]], idx: Array[u32], out: Array[cl.Line[f32]
     if i < len(out):
         j = idx[i]
         out[len(out) - 1 - i] = select(flip, a[j], -a[j])
+
+
+@kernel
+def line_lanes(a: Array[cl.Line[f32]], k: Array[u32], picked: Array[f32],
+               put: Array[cl.Line[f32]], bits: Array[cl.Line[u32]],
+               count: Array[u32]) -> None:
+    """A lane read at a run-time index (0 past the line), lanes set by a constant
+    index, a run-time one (nothing past the line) and ``+=``, a line's bits, and the
+    buffer's length in lines."""
+    i = ABSOLUTE_POS
+    if i < len(a):
+        v = a[i]
+        j = k[i]
+        picked[i] = v[j]
+        w = v
+        w[0] = 9.5
+        w[j] = -v[j]
+        w[j % cl.line_size(a)] += 1.0
+        put[i] = w
+        bits[i] = cl.bitcast(v, u32)
+    if i == 0:
+        count[0] = cl.buffer_len(a)
+
+
+@kernel
+def plane_lines(v: Array[cl.Line[f32]], sums: Array[cl.Line[f32]],
+                highs: Array[cl.Line[f32]], first: Array[cl.Line[f32]],
+                swapped: Array[cl.Line[f32]], down: Array[cl.Line[f32]],
+                some: Array[cl.Line[u32]]) -> None:
+    """Plane operations on lines, each lane across the plane on its own; every unit
+    has a line (the launch covers whole cubes)."""
+    i = ABSOLUTE_POS
+    x = v[i]
+    sums[i] = cl.plane_sum(x)
+    highs[i] = cl.plane_max(x)
+    first[i] = cl.plane_broadcast(x, 0)
+    swapped[i] = cl.plane_shuffle_xor(x, 1)
+    down[i] = cl.plane_shuffle_down(x, cl.UNIT_POS_PLANE % 2 + 1)
+    some[i] = u32(cl.plane_any(x > 2.0))

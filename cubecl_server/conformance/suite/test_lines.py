@@ -195,6 +195,80 @@ class TestCheckedLines:
                   f"at line size {size}, {n} f32", cubecl_seed, inputs={"out": want})
 
 
+class TestLanes:
+    """A line's lanes chosen at run time and set one at a time, its bits, and its
+    buffer's length in lines."""
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_lane_read_and_set_at_run_time(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int, size: int) -> None:
+        c = cubecl_client
+        n = random_size(cubecl_rng, DIM * size) // 2 * 2 + 1
+        a = values(cubecl_rng, E.F32, n)
+        nl = -(-n // size)
+        k = cubecl_rng.integers(0, size + 2, nl).astype(np.uint32)  # some past the line
+        outs = (c.empty(nl, np.float32), c.empty(n, np.float32), c.empty(n, np.uint32),
+                c.empty(1, np.uint32))
+        kernels.line_lanes.launch(c, cubes_for(nl, DIM), CubeDim(DIM), c.create(a),
+                                  c.create(k), *outs, line_size=size)
+        picked, put, bits, count = (c.read(o) for o in outs)
+        la, rows = _lines(a, size), np.arange(nl)
+        inside = k < size
+        lane = np.minimum(k, size - 1)
+        where = f"at line size {size}, {n} f32"
+        check(picked, np.where(inside, la[rows, lane], np.float32(0)),
+              f"v[j] with j chosen at run time (0 past the line) {where}", cubecl_seed,
+              inputs={"a": a, "k": k})
+        w = la.copy()
+        w[:, 0] = 9.5
+        w[rows[inside], k[inside]] = -la[rows[inside], k[inside]]
+        w[rows, k % size] += np.float32(1)
+        check(put, _flat(w, n), f"w[0] = 9.5; w[j] = -v[j]; w[j % n] += 1 {where}",
+              cubecl_seed, inputs={"a": a, "k": k})
+        check(bits, _flat(la.view(np.uint32), n), f"bitcast(v, u32) of a line {where}",
+              cubecl_seed, inputs={"a": a})
+        check(count, np.array([nl], np.uint32), f"buffer_len of a line array {where}",
+              cubecl_seed)
+
+
+class TestPlaneLines:
+    """Plane operations on lines: each lane across the plane on its own."""
+
+    @pytest.mark.requires("plane")
+    @pytest.mark.parametrize("size", SIZES)
+    def test_plane_operations_per_lane(
+            self, cubecl_client: ComputeClient, cubecl_rng: np.random.Generator,
+            cubecl_seed: int, size: int) -> None:
+        c = cubecl_client
+        plane = c.capabilities.plane_size
+        assert plane is not None, "the plane marker let a backend without planes through"
+        nl = DIM * 3  # whole cubes: every unit has a line and every plane is full
+        v = cubecl_rng.integers(-8, 9, nl * size).astype(np.float32)  # exact sums
+        outs = [c.empty(nl * size, np.float32) for _ in range(5)] + [
+            c.empty(nl * size, np.uint32)]
+        kernels.plane_lines.launch(c, 3, DIM, c.create(v), *outs, line_size=size)
+        got = [c.read(o).reshape(nl, size) for o in outs]
+        lv = v.reshape(nl, size)
+        unit = np.arange(nl)
+        start = unit - unit % plane  # DIM is a multiple of every plane size here
+        lane = unit % plane
+        groups = lv.reshape(nl // plane, plane, size)
+        below = np.where(lane + lane % 2 + 1 < plane, unit + lane % 2 + 1, unit)
+        want = [np.repeat(groups.sum(axis=1), plane, axis=0),
+                np.repeat(groups.max(axis=1), plane, axis=0), lv[start], lv[unit ^ 1],
+                lv[below], np.repeat((groups > 2).any(axis=1), plane, axis=0)]
+        names = ("plane_sum", "plane_max", "plane_broadcast(x, 0)", "plane_shuffle_xor(x, 1)",
+                 "plane_shuffle_down(x, lane % 2 + 1)", "plane_any(x > 2)")
+        # A shuffle_xor partner outside the plane (planes of one unit) has no value.
+        keep = [np.ones(nl, bool)] * 3 + [(unit ^ 1) // plane == unit // plane] + [
+            np.ones(nl, bool)] * 2
+        for g, w, name, k in zip(got, want, names, keep, strict=True):
+            check(g[k].reshape(-1), w[k].astype(g.dtype).reshape(-1),
+                  f"{name} of lines of {size} (plane size {plane})", cubecl_seed,
+                  inputs={"v": v})
+
+
 class TestUncheckedLines:
     """Unchecked mode has no partial lines: the launch refuses one."""
 
