@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import enum
 import types as pytypes
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -77,9 +78,11 @@ class Builder(ABC):
         self.helper = helper
         self.params: dict[str, ir.Param] = {p.name: p for p in params}
         # Comptime dtypes are types in the body, never values.
+        types = {n for n, v in comptime.items()
+                 if isinstance(v, str) and not isinstance(v, enum.Enum)}
         self.comptime_types: dict[str, lt.ScalarType] = {
-            n: lt.scalar_type(ir.Elem(v)) for n, v in comptime.items() if isinstance(v, str)}
-        self.comptime = {n: v for n, v in comptime.items() if not isinstance(v, str)}
+            n: lt.scalar_type(ir.Elem(comptime[n])) for n in types}
+        self.comptime = {n: v for n, v in comptime.items() if n not in types}
         # The kernel's shared and local arrays, by the name this function gives them.
         self.shared_arrays: dict[str, ir.SharedArray | ir.LocalArray] = {}
         # Slices (`s = a[lo:hi]`), by the name this function gives them.
@@ -286,7 +289,7 @@ class Builder(ABC):
                 raise self.fail(node, f"attribute access (`{self.seg(node)}`) is not "
                                       "supported in kernels")
             base = self.static(v)
-            if not isinstance(base, pytypes.ModuleType):
+            if not isinstance(base, pytypes.ModuleType | enum.EnumMeta):
                 raise self.fail(node, f"attribute access (`{self.seg(node)}`) is not "
                                       "supported in kernels")
             if self.unit.reads is not None:
@@ -296,7 +299,8 @@ class Builder(ABC):
                 close = difflib.get_close_matches(
                     node.attr, [n for n in dir(base) if not n.startswith("_")], n=1)
                 hint = f"; did you mean `{self.seg(v)}.{close[0]}`?" if close else ""
-                raise self.fail(node, f"module `{base.__name__}` has no attribute "
+                what = "module" if isinstance(base, pytypes.ModuleType) else "enum"
+                raise self.fail(node, f"{what} `{base.__name__}` has no attribute "
                                       f"`{node.attr}`{hint}")
             return getattr(base, node.attr)
         raise self.fail(node, f"`{self.seg(node)}` cannot be called in a kernel: only "

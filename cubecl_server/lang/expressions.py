@@ -7,11 +7,13 @@ others for the error message.
 from __future__ import annotations
 
 import ast
+import enum
 import itertools
 from collections.abc import Callable
 from typing import Any
 
 from .. import ir
+from ..errors import KernelSyntaxError
 from .builder import NOT_FOUND, Builder
 from .calls import expr_Call
 from .lanes import lane_choice, lane_of
@@ -74,7 +76,14 @@ def read_name(b: Builder, name: str, node: ast.AST) -> Value:
                                "tma_load()")
         return ir.Var(name, p.elem)
     if name in b.comptime:
-        return Weak(b.comptime[name])
+        v = b.comptime[name]
+        if isinstance(v, int) and isinstance(v, enum.Enum):
+            return Weak(int(v))  # an IntEnum's member is an int
+        if isinstance(v, enum.Enum):
+            raise b.fail(node, f"`{name}` is a comptime {type(v).__name__}: compare it with "
+                               f"a member (`if {name} == {type(v).__name__}."
+                               f"{v.name}:`), which decides at compile time")
+        return Weak(v)
     if name in b.assigned:
         raise b.fail(node, f"local variable `{name}` is read before it is assigned")
     obj = b.lookup(name)
@@ -152,6 +161,9 @@ def expr_UnaryOp(b: Builder, node: ast.UnaryOp) -> Value:
 
 def expr_Compare(b: Builder, node: ast.Compare) -> Value:
     operands = [node.left, *node.comparators]
+    members = [static_member(b, n) for n in operands]
+    if any(isinstance(m, enum.Enum) and not isinstance(m, int) for m in members):
+        return compare_members(b, node, members)
     values = [b.expr(n) for n in operands]
     result: Value | None = None
     for i, op_node in enumerate(node.ops):
@@ -166,6 +178,43 @@ def expr_Compare(b: Builder, node: ast.Compare) -> Value:
             b, ir.BinOp.AND, result, cmp, node, node, node)
     assert result is not None
     return result
+
+
+def static_member(b: Builder, node: ast.expr) -> enum.Enum | None:
+    """The enum member ``node`` is at compile time (a comptime enum parameter,
+    ``Mode.FAST``), or None."""
+    if isinstance(node, ast.Name) and node.id in b.comptime:
+        v = b.comptime[node.id]
+        return v if isinstance(v, enum.Enum) else None
+    if not isinstance(node, ast.Name | ast.Attribute) or (
+            isinstance(node, ast.Name) and (node.id in b.locals or node.id in b.params)):
+        return None
+    try:
+        obj = b.static(node)
+    except KernelSyntaxError:
+        return None
+    return obj if isinstance(obj, enum.Enum) else None
+
+
+def compare_members(b: Builder, node: ast.Compare, members: list[enum.Enum | None]) -> Value:
+    """``MODE == Mode.FAST`` (``!=``, ``is``, ``is not``) of enum members: decided at
+    compile time, a bool constant."""
+    result = True
+    for i, op_node in enumerate(node.ops):
+        lhs, rhs = members[i], members[i + 1]
+        if lhs is None or rhs is None:
+            other = [node.left, *node.comparators][i if lhs is None else i + 1]
+            raise b.fail(node, f"`{b.seg(other)}` is compared with an enum member, and "
+                               "is not one: a comptime enum is compared with members "
+                               "(`MODE == Mode.FAST`)")
+        if isinstance(op_node, ast.Eq | ast.Is):
+            result = result and lhs is rhs
+        elif isinstance(op_node, ast.NotEq | ast.IsNot):
+            result = result and lhs is not rhs
+        else:
+            raise b.fail(node, f"enum members are compared with ==, !=, is or is not, "
+                               f"not in `{b.seg(node)}`")
+    return Weak(result)
 
 
 def _span(first: ast.expr, last: ast.expr) -> ast.AST:

@@ -42,7 +42,7 @@ from typing import Any
 from .. import ir
 from ..errors import KernelSyntaxError
 from .reads import Reads
-from .signature import LINE_SIZE, KernelSignature, kernel_signature
+from .signature import LINE_SIZE, KernelSignature, kernel_signature, spelled
 from .source import KernelSource, load_source, raises_at_kernel_line
 from .typerules import WeakLocals
 from .uniformity import Divergence, Marker, UniformLoad, find_divergent, strip_markers
@@ -139,7 +139,7 @@ def _build(fn: Callable[..., Any], comptime: dict[str, object] | None,
         locals=tuple(unit.ir_locals),
         shared=tuple(unit.shared),
         body=strip_markers(body),
-        comptime=bound,
+        comptime=spelled(bound),
         local_arrays=tuple(unit.local_arrays),
         loc=ir.SourceLoc(source.file, source.line(source.tree)),
     )

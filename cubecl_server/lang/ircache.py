@@ -21,6 +21,7 @@ runs again. A store that fails turns the cache off for the process, with one war
 
 from __future__ import annotations
 
+import enum
 import gc
 import hashlib
 import json
@@ -45,7 +46,7 @@ from cubecl_server.persistence.codec import CorruptEntry, decode_artifact, encod
 from cubecl_server.persistence.sqlite import PutResult, SqliteStore
 
 from .reads import Path, Reads, fingerprint, resolve
-from .signature import KernelSignature
+from .signature import KernelSignature, spelled
 from .source import code_location, quick_text
 
 __all__ = ["NAMESPACE", "cached_kernel", "entry_problem", "language_sources", "language_version",
@@ -94,8 +95,12 @@ def _hash(data: object) -> str:
 
 
 def _value(v: object) -> list[str]:
-    """A comptime value with its type, exactly (an int 2 is not a float 2.0)."""
-    return [type(v).__name__, v.hex() if isinstance(v, float) else repr(v)]
+    """A comptime value with its type, exactly (an int 2 is not a float 2.0; an enum
+    member by its class's module and name, and its own)."""
+    t = type(v)
+    if isinstance(v, enum.Enum):
+        return [f"{t.__module__}.{t.__qualname__}", v.name]
+    return [t.__name__, v.hex() if isinstance(v, float) else repr(v)]
 
 
 def _first_key(fn: Callable[..., Any], text: str, sig: KernelSignature,
@@ -226,7 +231,7 @@ def _kernel_of(header: dict[str, Any], payload: bytes, fn: Callable[..., Any],
     finally:
         if collecting:
             gc.enable()
-    if kernel.name != fn.__name__ or kernel.params != params or kernel.comptime != bound:
+    if kernel.name != fn.__name__ or kernel.params != params or kernel.comptime != spelled(bound):
         raise CorruptEntry(f"it holds kernel {kernel.name!r} with other parameters or "
                            "comptime values")
     _check(kernel)

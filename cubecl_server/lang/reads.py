@@ -12,6 +12,7 @@ path in any process, so a later process can check whether it would read the same
 from __future__ import annotations
 
 import builtins
+import enum
 import hashlib
 import inspect
 import json
@@ -59,7 +60,7 @@ def resolve(fn: Callable[..., Any], path: Path) -> object:
     for step in path[1:]:
         if isinstance(obj, lt.CubeFn):
             obj = lookup(obj.fn, step)
-        elif isinstance(obj, pytypes.ModuleType):
+        elif isinstance(obj, pytypes.ModuleType | enum.EnumMeta):
             try:
                 obj = getattr(obj, step, MISSING)
             except Exception:  # a module __getattr__ that fails is as good as absent
@@ -150,8 +151,10 @@ def fingerprint(obj: object, checked: bool = False) -> str | None:
         if isinstance(obj, np.generic) and not isinstance(obj, (np.void, np.object_)):
             return f"numpy:{obj.dtype.name}:{_number(obj.item())}"
         return None
+    if isinstance(obj, enum.Enum):
+        return f"enum:{t.__module__}.{t.__qualname__}.{obj.name}:{obj.value!r}"
     if isinstance(obj, (int, float)):
-        # A subclass (an IntEnum...): its type too, to be safe.
+        # A subclass: its type too, to be safe.
         return f"{t.__module__}.{t.__qualname__}:{_number(obj)}"
     if isinstance(obj, type) or t.__module__ == "typing":
         # A class or a typing form can only be a helper's annotation in a kernel that

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import inspect
 import numbers
 from collections.abc import Callable, Mapping
@@ -25,13 +26,22 @@ from .types import (
     dtype,
 )
 
-__all__ = ["KernelSignature", "kernel_signature", "ComptimeValue", "LINE_SIZE"]
+__all__ = ["KernelSignature", "kernel_signature", "ComptimeValue", "LINE_SIZE", "spelled"]
 
 LINE_SIZE = "line_size"
 """The launch keyword that sets the line size of a kernel's line arrays."""
 
-ComptimeValue = int | float | bool | str
-"""The Python types a bound comptime value has (a dtype is bound as its name, "f32")."""
+ComptimeValue = int | float | bool | str | enum.Enum
+"""The Python types a bound comptime value has (a dtype is bound as its name, "f32"; an
+enum as its member)."""
+
+
+def spelled(bound: tuple[tuple[str, ComptimeValue], ...]
+            ) -> tuple[tuple[str, int | float | bool | str], ...]:
+    """Bound comptime values as the IR keeps them: an enum member as its class's and
+    its own name (``"Mode.FAST"``), the rest as they are."""
+    return tuple((n, f"{type(v).__qualname__}.{v.name}" if isinstance(v, enum.Enum) else v)
+                 for n, v in bound)
 
 
 @dataclass(frozen=True)
@@ -169,6 +179,12 @@ def _coerce_dtype(raw: object) -> str | None:
 
 
 def _coerce_comptime(kernel: str, name: str, kind: type, raw: object) -> ComptimeValue:
+    if issubclass(kind, enum.Enum):
+        if isinstance(raw, kind):
+            return raw
+        members = ", ".join(f"{kind.__name__}.{m.name}" for m in kind)
+        raise TypeError(f"comptime parameter `{name}` of kernel `{kernel}` is "
+                        f"Comptime[{kind.__name__}] (one of {members}), got {raw!r}")
     if kind is dtype:
         value = _coerce_dtype(raw)
         if value is None:
@@ -310,8 +326,8 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
                            "line arrays; name the comptime parameter otherwise", p.name)
             if not isinstance(ann, ComptimeType):
                 raise fail(f"keyword-only parameter `{p.name}` must be Comptime[int], "
-                           f"Comptime[bool], Comptime[float] or Comptime[dtype], not {ann!r}",
-                           p.name)
+                           f"Comptime[bool], Comptime[float], Comptime[dtype] or "
+                           f"Comptime[E] of an Enum class E, not {ann!r}", p.name)
             comptime[p.name] = ann.kind
             if p.default is not p.empty:
                 try:

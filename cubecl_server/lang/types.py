@@ -8,6 +8,7 @@ computes anything in plain Python: calling one outside a kernel raises a
 
 from __future__ import annotations
 
+import enum
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -226,7 +227,8 @@ _COMPTIME_KINDS: tuple[type, ...] = (int, bool, float, dtype)
 
 @dataclass(frozen=True)
 class ComptimeType:
-    """The annotation ``Comptime[int|bool|float|dtype]``: a compile-time parameter."""
+    """The annotation ``Comptime[int|bool|float|dtype]`` or ``Comptime[SomeEnum]``: a
+    compile-time parameter."""
 
     kind: type
 
@@ -237,13 +239,16 @@ class ComptimeType:
 class Comptime:
     """Annotation for a keyword-only compile-time parameter: ``*, N: Comptime[int]``.
 
-    Its value is baked into the kernel as a constant (``Comptime[dtype]``: as a type),
-    so each distinct value gives a distinct kernel (and digest).
+    Its value is baked into the kernel as a constant (``Comptime[dtype]``: as a type;
+    ``Comptime[Mode]``, ``Mode`` an ``enum.Enum``: a member the kernel compares,
+    ``MODE == Mode.FAST``), so each distinct value gives a distinct kernel (and digest).
     """
 
     def __class_getitem__(cls, item: object) -> ComptimeType:
-        if item not in _COMPTIME_KINDS:
-            raise TypeError(f"Comptime[...] takes int, bool, float or dtype, not {item!r}")
+        if item not in _COMPTIME_KINDS and not (isinstance(item, type)
+                                                and issubclass(item, enum.Enum)):
+            raise TypeError(f"Comptime[...] takes int, bool, float, dtype or an Enum "
+                            f"class, not {item!r}")
         assert isinstance(item, type)
         return ComptimeType(item)
 

@@ -14,6 +14,7 @@ import contextlib
 import io
 import re
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +47,13 @@ HOST = {
 }
 """Host fragments, by their first line: the code that makes the names they use."""
 
-COMPTIME: dict[str, dict[str, Any]] = {
+COMPTIME: dict[str, dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]] = {
     "tree_sum": {"block": 64}, "tiled": {"tile": 4}, "byte_histogram": {"K": 4},
     "poly": {"DEGREE": 3, "T": lang.f32},
+    "apply": lambda scope: {"OP": scope["Op"].SCALE},
 }
-"""The comptime values each example kernel is built with."""
+"""The comptime values each example kernel is built with (from the examples' names,
+for a value a block defines)."""
 
 
 def _blocks() -> list[tuple[int, str]]:
@@ -93,9 +96,12 @@ def test_every_example_runs(tmp_path: Path) -> None:
         for name, k in scope.items():
             if not isinstance(k, KernelFunction) or before.get(name) is k:
                 continue
+            values = COMPTIME.get(name, {})
+            if callable(values):
+                values = values(scope)
             if "# KernelSyntaxError:" in code:
                 with pytest.raises(KernelSyntaxError):
-                    k.ir(**COMPTIME.get(name, {}))
+                    k.ir(**values)
             else:
-                k.ir(**COMPTIME.get(name, {}))
+                k.ir(**values)
     assert set(FRAGMENTS) | set(HOST) <= used, "a fragment this test knows left the page"

@@ -35,6 +35,8 @@ from cubecl_server.lang.reads import Reads, fingerprint, resolve
 from cubecl_server.persistence.codec import decode_artifact, encode_artifact
 
 _MODULE = '''
+import enum
+
 from cubecl_server.lang import (ABSOLUTE_POS, Array, Comptime, Line, cube_fn, f32, i32,
                                 kernel, line_size)
 
@@ -82,6 +84,21 @@ def uses_lines(x: Array[Line[f32]], out: Array[Line[f32]]):
         out[i] = x[i] * f32(line_size(x))
 
 
+class Op(enum.Enum):
+    ADD = "add"
+    SUB = "sub"
+
+
+@kernel
+def uses_enum(x: Array[f32], out: Array[f32], *, OP: Comptime[Op]):
+    i = ABSOLUTE_POS
+    if i < len(out):
+        if OP == Op.ADD:
+            out[i] = x[i] + 1.0
+        else:
+            out[i] = x[i] - 1.0
+
+
 def make(k):
     @kernel
     def uses_closure(x: Array[f32], out: Array[f32]):
@@ -123,6 +140,8 @@ runs = {
     "uses_comptime": (mod.uses_comptime, {"N": v["n"]}, x * np.float32(v["n"])),
     "uses_lines": (mod.uses_lines, {"line_size": v["line"]}, x * np.float32(v["line"])),
     "uses_closure": (mod.make(v["k"]), {}, x + np.float32(v["k"])),
+    "uses_enum": (mod.uses_enum, {"OP": mod.Op[v["op"]]},
+                  x + np.float32(1 if v["op"] == "ADD" else -1)),
 }
 out = {}
 for name, (k, comptime, want) in runs.items():
@@ -134,10 +153,11 @@ for name, (k, comptime, want) in runs.items():
 print(json.dumps({"parsed": sorted(set(parsed)), "kernels": out}))
 '''
 
-_FIRST = {"scale": 2.5, "dt": "f32", "add": 1.25, "n": 2, "line": 4, "k": 0.5}
-_CHANGED = {"scale": -3.0, "dt": "i32", "add": 7.0, "n": 3, "line": 2, "k": 1.5}
-_KERNELS = ["uses_closure", "uses_comptime", "uses_dtype", "uses_global", "uses_helper",
-            "uses_lines"]
+_FIRST = {"scale": 2.5, "dt": "f32", "add": 1.25, "n": 2, "line": 4, "k": 0.5, "op": "ADD"}
+_CHANGED = {"scale": -3.0, "dt": "i32", "add": 7.0, "n": 3, "line": 2, "k": 1.5,
+            "op": "SUB"}
+_KERNELS = ["uses_closure", "uses_comptime", "uses_dtype", "uses_enum", "uses_global",
+            "uses_helper", "uses_lines"]
 
 
 _WRITES = itertools.count(1)
@@ -171,8 +191,8 @@ def test_each_thing_the_frontend_read_keys_the_stored_ir(tmp_path: Path) -> None
     again = _run(module, _FIRST)
     assert again["parsed"] == []
     assert again["kernels"] == first["kernels"]
-    # A new global constant, helper body, module-level dtype, comptime value, line
-    # size and closure value: every kernel is parsed again and runs with its new
+    # A new global constant, helper body, module-level dtype, comptime value (an enum
+    # member too), line size and closure value: every kernel is parsed again and runs with its new
     # meaning (the results are checked against NumPy in the process).
     _write(module, _CHANGED)
     changed = _run(module, _CHANGED)
