@@ -64,13 +64,14 @@ bench: venv
 	$(PIP) -e '.[bench]' $(foreach p,$(PLUGINS),-e $(p))
 	$(BIN)/python -m benchmarks $(if $(QUICK),--quick,)
 
-## device-wheels: the core's and the cuda plugin's wheels with platformdirs' in .whl/, for a
-## GPU machine without our venv (carried there; plugins/cubecl-cuda/scripts/device-check.sh)
+## device-wheels: the core's and the cuda plugin's wheels with platformdirs' and ml_dtypes' (for
+## the GPU machine's Python 3.12) in .whl/, for a GPU machine without our venv (carried
+## there; plugins/cubecl-cuda/scripts/device-check.sh)
 device-wheels: venv
 	rm -rf .whl
 	$(BIN)/python -m pip wheel -q --disable-pip-version-check --no-deps -w .whl . plugins/cubecl-cuda
 	$(BIN)/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-	  -d .whl platformdirs
+	  --python-version 3.12 --platform manylinux2014_x86_64 -d .whl platformdirs ml_dtypes
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

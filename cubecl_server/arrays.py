@@ -30,6 +30,7 @@ import numpy as np
 
 from cubecl_server import ir
 from cubecl_server.memory_management import Handle, MemoryManagement, Taint
+from cubecl_server.memory_management.handle import numpy_dtype
 from cubecl_server.server import Binding
 
 __all__ = ["CudaArray", "CudaArrayServer", "HostMemoryServer", "UserArrays", "cuda_array",
@@ -86,7 +87,7 @@ def cuda_array(kernel: str, p: ir.Param, a: Any, written: bool) -> CudaArray:
     except (KeyError, TypeError, ValueError) as e:
         raise TypeError(f"{what}: the {type(a).__name__}'s __cuda_array_interface__ is not "
                         f"one NumPy's rules read ({e})") from None
-    want = np.dtype(p.elem.numpy_name)
+    want = numpy_dtype(p.elem)
     if dtype != want:
         raise TypeError(f"{what}, got a CUDA array of {dtype}; convert it first")
     if written and readonly:
@@ -125,7 +126,7 @@ def host_array(kernel: str, p: ir.Param, a: Any, written: bool) -> np.ndarray | 
                             "buffer from client.create/empty") from None
     else:
         return None
-    want = np.dtype(p.elem.numpy_name)
+    want = numpy_dtype(p.elem)
     if arr.dtype != want:
         raise TypeError(f"{what}, got an array of {arr.dtype}; convert it first "
                         f"(a.astype(np.{want.name}))")

@@ -56,16 +56,23 @@ from cubecl_server.validation import check_launch, cube_count_error
 
 __all__ = ["ComputeClient", "create_client", "elem_of_dtype", "recording"]
 
-_ELEMS = {np.dtype(e.numpy_name): e for e in ir.Elem}
-_SCALAR_TYPES = {e: np.dtype(e.numpy_name).type for e in ir.Elem}
+_ELEMS = {np.dtype(e.numpy_name): e for e in ir.Elem if not e.is_minifloat}
+_SCALAR_TYPES = {e: np.dtype(e.numpy_name).type for e in _ELEMS.values()}
+_MINIFLOATS = {e.numpy_name: e for e in ir.Elem if e.is_minifloat}
+"""The minifloats by the name of their ``ml_dtypes`` dtype, which NumPy knows only once
+``ml_dtypes`` is imported (:func:`~cubecl_server.memory_management.handle.numpy_dtype`)."""
 
 
 def elem_of_dtype(dtype: Any) -> ir.Elem:
     """The IR element type with the layout of a NumPy dtype; TypeError if none has."""
+    mini = _MINIFLOATS.get(dtype if isinstance(dtype, str) else getattr(dtype, "__name__", ""))
+    if mini is not None:
+        return mini
     try:
-        return _ELEMS[np.dtype(dtype)]
+        found = np.dtype(dtype)
+        return _ELEMS.get(found) or _MINIFLOATS[found.name]
     except (KeyError, TypeError):
-        names = ", ".join(sorted(str(d) for d in _ELEMS))
+        names = ", ".join([*sorted(str(d) for d in _ELEMS), *_MINIFLOATS])
         raise TypeError(f"dtype {dtype!r} is not supported by kernels; use one of {names}") \
             from None
 
@@ -298,7 +305,10 @@ class ComputeClient:
             raise ValueError(f"cannot write {arr.dtype}{list(arr.shape)} into a buffer of "
                              f"{handle.dtype}{list(handle.shape)}")
         self.flush()
-        command = Write(handle.binding(), np.ascontiguousarray(arr).reshape(-1))
+        flat = np.ascontiguousarray(arr).reshape(-1)
+        if handle.elem.is_minifloat:
+            flat = flat.view(np.uint8)  # its binding is of u8 (Binding)
+        command = Write(handle.binding(), flat)
         execute(self.server, command)
         self._counters.bytes_written += command.binding.size
         handle.taint = None
@@ -308,7 +318,11 @@ class ComputeClient:
         """Set every element of the buffer to ``value`` on the device; like a write,
         this clears any taint the buffer carried (a fill that fails taints it)."""
         self._own(handle, "fill")
-        scalar = _scalar("fill", ir.Param("value", handle.elem, False), value)
+        if handle.elem.is_minifloat:
+            # Rounded as NumPy rounds it into the dtype, filled as the bits (a u8).
+            scalar = np.asarray(value, handle.dtype).reshape(1).view(np.uint8)[0]
+        else:
+            scalar = _scalar("fill", ir.Param("value", handle.elem, False), value)
         self._device_command(Fill(handle.binding(), scalar), handle, None)
 
     def copy(self, src: Handle, dst: Handle) -> None:
@@ -371,6 +385,8 @@ class ComputeClient:
         else:
             data = self.server.read(binding)
         self._counters.bytes_read += binding.size
+        if data.dtype != handle.dtype:
+            data = data.view(handle.dtype)  # a minifloat's bytes (Binding)
         if out is not None:
             np.copyto(out, data.reshape(handle.shape))
             return out

@@ -60,7 +60,7 @@ _FLOATS: _Takes = ("floats", lambda t: t.is_float)
 # The bit functions and plane operations are not defined on 8- and 16-bit integers.
 _WIDE_INTEGERS: _Takes = ("i32, u32, i64 or u64", lambda t: t.is_int and not t.is_narrow)
 _BOOLS: _Takes = ("bools", lambda t: t is E.BOOL)
-_ANY: _Takes = ("numbers or bools", lambda t: True)
+_ANY: _Takes = ("numbers or bools", lambda t: not t.is_minifloat)
 _BINARY_OPERANDS = {
     ir.BinOp.ADD: _NUMBERS, ir.BinOp.SUB: _NUMBERS, ir.BinOp.MUL: _NUMBERS,
     ir.BinOp.DIV: _FLOATS, ir.BinOp.IDIV: _INTEGERS, ir.BinOp.REM: _NUMBERS,
@@ -143,8 +143,8 @@ def _type_problem(t: object) -> str | None:
         return f"{t!r} is not a type"
     if not isinstance(t.elem, ir.Elem):
         return f"the line's element {t.elem!r} is not an Elem"
-    if t.elem.is_narrow:
-        return f"a line's element is not an 8- or 16-bit integer ({t.elem.value})"
+    if t.elem.is_narrow or t.elem.is_minifloat:
+        return f"a line's element is not an 8- or 16-bit integer or a minifloat ({t.elem.value})"
     if isinstance(t.size, bool) or t.size not in ir.LINE_SIZES:
         return f"a line's size is one of {', '.join(map(str, ir.LINE_SIZES))}, not {t.size!r}"
     return None
@@ -160,7 +160,7 @@ def _fits(value: object, t: ir.Elem) -> bool:
     """Whether a constant's Python value is one of type ``t``."""
     if t is E.BOOL:
         return isinstance(value, bool)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if t.is_minifloat or isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     if t.is_float:
         return True
@@ -224,6 +224,9 @@ class _Checker:
                 self.tensor_maps[p.name] = p.elem
             elif p.array:
                 self.arrays[p.name] = p.value_type
+            elif p.elem.is_minifloat:
+                raise _Violation(f"scalar parameter {p.name!r} is {p.elem.value}: a minifloat "
+                                 "is a type of arrays and locals, so pass an f32 and convert")
             else:
                 self.scalars[p.name] = p.elem
         for loc in k.locals:
@@ -426,6 +429,9 @@ class _Checker:
                 if not isinstance(t, ir.Elem):
                     raise _Violation(f"a constant is of an element type, not {t!r} (a line "
                                      "of constants is a LineFill)", e)
+                if t.is_minifloat:
+                    raise _Violation(f"a minifloat ({t.value}) has no constants: convert an "
+                                     "f32 one (a Cast)", e)
                 if not _fits(value, t):
                     raise _Violation(f"the constant {value!r} is not a value of {t.value}", e)
             case ir.Var(name=name, type=t):
@@ -457,12 +463,16 @@ class _Checker:
                 if ir.line_size(x.type) != ir.line_size(t):
                     raise _Violation(f"a cast keeps the line size, not {x.type.value} to "
                                      f"{t.value}", e)
+                mini = [u for u in (x.type, t) if isinstance(u, E) and u.is_minifloat]
+                if mini and (len(mini) == 2 or E.F32 not in (x.type, t)):
+                    raise _Violation(f"a minifloat converts to and from f32 only, not "
+                                     f"{x.type.value} to {t.value}", e)
             case ir.Bitcast(x=x, type=t):
                 self.expr(x)
                 if not isinstance(x.type, ir.Elem) or not isinstance(t, ir.Elem):
                     raise _Violation("a bit cast is between element types, not lines", e)
                 if (x.type is E.BOOL or t is E.BOOL or x.type is E.F16 or t is E.F16
-                        or x.type.is_narrow or t.is_narrow or x.type.bits != t.bits):
+                        or x.type.bits < 32 or x.type.bits != t.bits):
                     raise _Violation(f"a bit cast is between numeric types of one width "
                                      f"(32 or 64 bits), not {x.type.value} to {t.value}", e)
             case ir.Select(cond=cond, a=a, b=b):
@@ -600,8 +610,9 @@ class _Checker:
         name = f"plane_{e.fn.value}"
         if not isinstance(e.value.type, ir.Elem):
             raise _Violation(f"{name} takes an element, not {e.value.type.value}", e)
-        if e.value.type.is_narrow:
-            raise _Violation(f"{name} takes no 8- or 16-bit integer ({e.value.type.value})", e)
+        if e.value.type.is_narrow or e.value.type.is_minifloat:
+            raise _Violation(f"{name} takes no 8- or 16-bit integer or minifloat "
+                             f"({e.value.type.value})", e)
         if e.fn in _LANE_PLANE_FNS:
             if e.lane is None:
                 raise _Violation(f"{name} needs a lane", e)

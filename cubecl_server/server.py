@@ -22,7 +22,10 @@ class Binding:
     """A buffer argument: ``size`` bytes at ``offset`` of a storage resource, seen as
     elements of ``elem`` laid out C-contiguously with ``shape``, or, for a view
     (``Handle.view``), with ``strides`` (in elements) from the first byte, ``size``
-    then reaching to the end of its last element."""
+    then reaching to the end of its last element.
+
+    A server never meets a minifloat: a binding of ``e4m3``/``e5m2`` elements is one of
+    ``u8``, as the lowering passes make the kernels that read them."""
 
     resource: Any
     offset: int
@@ -30,6 +33,10 @@ class Binding:
     elem: Elem
     shape: tuple[int, ...]
     strides: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.elem.is_minifloat:
+            object.__setattr__(self, "elem", Elem.U8)
 
     @property
     def length(self) -> int:

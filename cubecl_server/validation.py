@@ -59,6 +59,11 @@ def check_launch(kernel: ir.Kernel, cube_dim: CubeDim, caps: Capabilities,
             raise LaunchError(
                 f"kernel {kernel.name!r} uses {' and '.join(narrow)}, and the device has no "
                 f"{bits}-bit integers (Capabilities.int{bits} is False); use i32/u32")
+    mini = sorted(e.value for e in kernel.elems if e.is_minifloat)
+    if mini and not caps.int8:
+        raise LaunchError(
+            f"kernel {kernel.name!r} uses {' and '.join(mini)}, kept as bytes, and the device "
+            "has no 8-bit integers (Capabilities.int8 is False); keep the values in f32")
     lines = [p for p in kernel.params if p.line not in caps.line_sizes]
     if lines:
         raise LaunchError(

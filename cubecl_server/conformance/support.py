@@ -14,6 +14,7 @@ import numpy as np
 
 from cubecl_server import ir
 from cubecl_server.kernel import CubeCount
+from cubecl_server.memory_management.handle import numpy_dtype
 
 __all__ = [
     "FLOATS", "INTS", "cubes_for", "random_size", "values", "check",
@@ -42,10 +43,14 @@ def random_size(rng: np.random.Generator, dim: int, at_least: int = 2) -> int:
 def values(rng: np.random.Generator, elem: ir.Elem, n: int, *, edges: bool = True,
            low: float | None = None, high: float | None = None) -> np.ndarray:
     """``n`` random values of ``elem``; with ``edges`` the first ones are the type's
-    edge values (0, negative, NaN, inf, the extremes) in random places."""
-    dt = np.dtype(elem.numpy_name)
+    edge values (0, negative, NaN, inf, the extremes) in random places (a minifloat's
+    are random bytes, which hold them all)."""
+    dt = numpy_dtype(elem)
     if elem is ir.Elem.BOOL:
         return rng.integers(0, 2, n).astype(bool)
+    if elem.is_minifloat:
+        # Any byte is a value (NaN, infinity, subnormals and both zeros among them).
+        return rng.integers(0, 256, n, dtype=np.uint8).view(dt)
     if elem.is_float:
         lo, hi = (-100.0 if low is None else low), (100.0 if high is None else high)
         out = rng.uniform(lo, hi, n).astype(dt)
@@ -78,7 +83,7 @@ def check(got: np.ndarray, want: np.ndarray, what: str, seed: int, *,
     if got.shape != want.shape:
         raise AssertionError(f"{what}: result has shape {got.shape}, expected {want.shape} "
                              f"(seed {seed})")
-    if got.dtype.kind == "f" or want.dtype.kind == "f":
+    if any(d.kind == "f" or d.name.startswith("float8") for d in (got.dtype, want.dtype)):
         g, w = got.astype(np.float64), want.astype(np.float64)
         if exact or elem is None:
             ok = (g == w) | (np.isnan(g) & np.isnan(w))

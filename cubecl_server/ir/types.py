@@ -30,6 +30,8 @@ class Elem(enum.Enum):
     I16 = "i16"
     U8 = "u8"
     U16 = "u16"
+    E4M3 = "e4m3"
+    E5M2 = "e5m2"
 
     @functools.cached_property
     def is_float(self) -> bool:
@@ -49,6 +51,14 @@ class Elem(enum.Enum):
         return self in (Elem.I8, Elem.I16, Elem.U8, Elem.U16)
 
     @functools.cached_property
+    def is_minifloat(self) -> bool:
+        """Whether this is an 8-bit float storage type (e4m3: 4 exponent bits, 3 mantissa
+        bits, no infinity, as ``ml_dtypes.float8_e4m3fn``; e5m2: IEEE-like, as
+        ``ml_dtypes.float8_e5m2``). Its values are loaded, stored and converted to and
+        from f32, nothing else; it is neither ``is_float`` nor ``is_int``."""
+        return self in (Elem.E4M3, Elem.E5M2)
+
+    @functools.cached_property
     def is_signed(self) -> bool:
         """Whether this is a signed integer type."""
         return self in (Elem.I32, Elem.I64, Elem.I8, Elem.I16)
@@ -58,11 +68,14 @@ class Elem(enum.Enum):
         """Width in bits (bool counts as 8: one byte in a buffer)."""
         return {"f16": 16, "f32": 32, "f64": 64, "i32": 32, "i64": 64,
                 "u32": 32, "u64": 64, "bool": 8, "i8": 8, "i16": 16, "u8": 8,
-                "u16": 16}[self.value]
+                "u16": 16, "e4m3": 8, "e5m2": 8}[self.value]
 
     @functools.cached_property
     def numpy_name(self) -> str:
-        """The NumPy dtype name with the same layout."""
+        """The NumPy dtype name with the same layout (a minifloat's is ``ml_dtypes``',
+        which NumPy knows once ``ml_dtypes`` is imported)."""
+        if self.is_minifloat:
+            return {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}[self.value]
         return "bool" if self is Elem.BOOL else {"f": "float", "i": "int", "u": "uint"}[
             self.value[0]] + self.value[1:]
 

@@ -145,6 +145,10 @@ def assign_to(b: Builder, target: ast.expr, value: Value, node: ast.stmt,
         array, elem, index = subscript(b, target)
         if isinstance(elem, ir.Line):
             return ir.Store(array, index, lift(b, value, elem, node, (value_node,)))
+        if elem.is_minifloat and isinstance(value, Weak) and value.kind != "bool":
+            # A number stored into minifloats is rounded as e4m3(0.5) would round it.
+            return ir.Store(array, index, ir.Cast(ir.Const(float(value.value), ir.Elem.F32),
+                                                  elem))
         b.meet(value, elem, node)
         if isinstance(value, Weak):
             try:

@@ -54,6 +54,8 @@ def call_cast(b: Builder, t: lt.ScalarType, node: ast.Call) -> Value:
     if len(node.args) != 1:
         raise b.fail(node, f"the cast {t.name}() takes exactly one argument")
     v = b.expr(node.args[0])
+    if t.elem.is_minifloat or (not isinstance(v, Weak) and ir.elem_of(v.type).is_minifloat):
+        return minifloat_cast(b, t.elem, v, node)
     if isinstance(v, (Weak, ir.Const)):
         try:
             return fold_cast(v.value, t.elem)
@@ -67,6 +69,35 @@ def call_cast(b: Builder, t: lt.ScalarType, node: ast.Call) -> Value:
         # A cast's value has its type for good: a weak one is copied, not marked.
         return copy.copy(v) if b.weak_of(v) is not None else v
     return ir.Cast(v, t.elem)
+
+
+def minifloat_cast(b: Builder, elem: ir.Elem, v: Value, node: ast.Call) -> Value:
+    """``T(x)`` where ``T`` or ``x`` is a minifloat: through ``f32``, which holds every
+    minifloat exactly, so a value is rounded once (from f32, an integer or f16; not
+    from f64, which would round twice)."""
+    arg = node.args[0]
+    f32 = ir.Elem.F32
+    if isinstance(v, Weak | ir.Const):
+        if isinstance(v.value, bool):
+            raise b.fail(node, f"{elem.value}() takes a number, not a bool")
+        try:
+            v = fold_cast(v.value, f32)
+        except TypeRuleError as err:
+            b.rule_error(node, err, arg)
+    if isinstance(v.type, ir.Line):
+        raise b.fail(node, f"lines of minifloats are not built: convert `{b.seg(arg)}` "
+                           "one element at a time")
+    src = v.type
+    if src is elem:
+        return v
+    if not elem.is_minifloat:
+        wide = v if src is f32 else ir.Cast(v, f32)
+        return wide if elem is f32 else ir.Cast(wide, elem)
+    if src is ir.Elem.F64 or src is ir.Elem.BOOL:
+        raise b.fail(node, f"{elem.value}() takes f32, f16, an integer or another "
+                           f"minifloat, not {src.value}: write {elem.value}(f32("
+                           f"{b.seg(arg)})) to round it to f32 first")
+    return ir.Cast(v if src is f32 else ir.Cast(v, f32), elem)
 
 
 def call_bitcast(b: Builder, fn: object, node: ast.Call) -> Value:

@@ -54,6 +54,11 @@ def binary(b: Builder, op_node: ast.operator, lhs: Value, rhs: Value, node: ast.
 def apply(b: Builder, op: ir.BinOp, lhs: Value, rhs: Value, node: ast.AST, lnode: ast.AST,
           rnode: ast.AST) -> Value:
     """``lhs op rhs`` with the typing rules, folding constants."""
+    for v, n in ((lhs, lnode), (rhs, rnode)):
+        if not isinstance(v, Weak) and ir.elem_of(v.type).is_minifloat:
+            raise b.fail(node, f"`{op.value}` does not take {v.type.value} "
+                               f"`{b.seg(n)}`: a minifloat is only loaded, stored and "
+                               f"converted; convert it first, e.g. f32({b.seg(n)})")
     line = line_type(b, (lhs, rhs), node)
     if line is not None:
         if op in (ir.BinOp.AND, ir.BinOp.OR):

@@ -349,6 +349,10 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
             raise fail(f"the annotation of `{p.name}` names `{var}`, which is not a "
                        f"keyword-only Comptime[dtype] parameter of `{name}`", p.name)
         if isinstance(ann, ArrayType) and ann.line:
+            if ann.elem is not None and ann.elem.is_minifloat:
+                raise fail(f"`{p.name}` is an array of lines of {ann.elem.value}: lines of "
+                           "minifloats are not built; use Array[" + ann.elem.value + "]",
+                           p.name)
             lines.append(p.name)
         if var is not None:
             generic[p.name] = var
@@ -358,6 +362,10 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
             assert ann.elem is not None
             params.append(ir.Param(p.name, ann.elem, True))
         elif isinstance(ann, ScalarType):
+            if ann.elem.is_minifloat:
+                raise fail(f"parameter `{p.name}` is a {ann.elem.value} scalar: a minifloat "
+                           f"is a type of arrays and locals; take `{p.name}: f32` and convert "
+                           f"with {ann.elem.value}({p.name})", p.name)
             params.append(ir.Param(p.name, ann.elem, False))
         elif isinstance(ann, TensorMapType):
             params.append(ir.Param(p.name, ann.elem, False, tensor_map=True))

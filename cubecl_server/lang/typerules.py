@@ -148,6 +148,7 @@ def check_binary(op: ir.BinOp, kind: str, name: str) -> None:
     ``kind`` is ``bool``/``int``/``float``; ``name`` is the type as shown to the user.
     """
     sym = op.value
+    _no_minifloat(f"`{sym}`", kind, name)
     if op in _LOGIC:
         if kind != "bool":
             raise TypeRuleError(f"`{sym}` needs bool operands, got {name}",
@@ -237,6 +238,7 @@ def fold_binary(op: ir.BinOp | None, a: Weak, b: Weak) -> Weak:
 
 def check_unary(op: ir.UnOp, kind: str, name: str) -> None:
     """Raise unless unary ``op`` applies to ``kind``."""
+    _no_minifloat(f"`{op.value}`", kind, name)
     if op is ir.UnOp.NOT and kind != "bool":
         raise TypeRuleError(f"`not` needs a bool operand, got {name}",
                             "compare explicitly, e.g. `x == 0`")
@@ -258,9 +260,18 @@ def fold_unary(op: ir.UnOp, w: Weak) -> Weak:
 
 
 def kind_of(t: ir.Type) -> str:
-    """``bool``/``int``/``float`` for a concrete type (a line's: its elements')."""
+    """``bool``/``int``/``float`` for a concrete type (a line's: its elements'), and
+    ``minifloat`` for a storage type no operator takes."""
     elem = ir.elem_of(t)
+    if elem.is_minifloat:
+        return "minifloat"
     return "bool" if elem is ir.Elem.BOOL else "float" if elem.is_float else "int"
+
+
+def _no_minifloat(what: str, kind: str, name: str) -> None:
+    if kind == "minifloat":
+        raise TypeRuleError(f"{what} does not take {name}: a minifloat is only loaded, "
+                            "stored and converted", "convert it first, e.g. `f32(x)`")
 
 
 def fold_cast(value: int | float | bool, elem: ir.Elem) -> ir.Const:

@@ -92,9 +92,13 @@ u16 = ScalarType("u16", ir.Elem.U16,
 u32 = ScalarType("u32", ir.Elem.U32, "Scalar type: 32-bit unsigned integer.")
 u64 = ScalarType("u64", ir.Elem.U64, "Scalar type: 64-bit unsigned integer.")
 bool_ = ScalarType("bool_", ir.Elem.BOOL, "Scalar type: boolean (one byte in a buffer).")
+e4m3 = ScalarType("e4m3", ir.Elem.E4M3, "Storage type: 8-bit float, 4 exponent and 3 mantissa "
+                  "bits, no infinity (ml_dtypes.float8_e4m3fn); converted to and from f32.")
+e5m2 = ScalarType("e5m2", ir.Elem.E5M2, "Storage type: 8-bit float, 5 exponent and 2 mantissa "
+                  "bits (ml_dtypes.float8_e5m2); converted to and from f32.")
 
 SCALAR_TYPES: dict[ir.Elem, ScalarType] = {
-    t.elem: t for t in (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_)
+    t.elem: t for t in (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_, e4m3, e5m2)
 }
 """The scalar type object of each element type (for hints in error messages)."""
 

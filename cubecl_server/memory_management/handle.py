@@ -26,7 +26,16 @@ from cubecl_server.server import Binding
 if TYPE_CHECKING:
     from cubecl_server.memory_management.taint import Taint
 
-__all__ = ["Handle", "View", "make_view"]
+__all__ = ["Handle", "View", "make_view", "numpy_dtype"]
+
+
+def numpy_dtype(elem: Elem) -> np.dtype:
+    """The NumPy dtype of ``elem``'s elements; a minifloat's is ``ml_dtypes``', imported
+    here the first time one is asked for (it takes half a second, which no process
+    without minifloats pays)."""
+    if elem.is_minifloat:
+        import ml_dtypes  # noqa: F401  (registers its dtypes with NumPy)
+    return np.dtype(elem.numpy_name)
 
 
 class Handle:
@@ -47,7 +56,7 @@ class Handle:
         self.slice = slice
         self.shape = shape
         self.elem = elem
-        self.dtype: np.dtype = np.dtype(elem.numpy_name)
+        self.dtype: np.dtype = numpy_dtype(elem)
         if self.nbytes > slice.size:
             raise ValueError(f"{slice} is too small for {shape} {elem.value} "
                              f"({self.nbytes} bytes)")

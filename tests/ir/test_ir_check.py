@@ -317,7 +317,7 @@ def _valid_kernels() -> Iterator[tuple[str, ir.Kernel]]:
             factories.append((f"{fn}-{t.value}", lambda fn=fn, t=t: kernels.math1(fn, t)))
         factories.append((f"pow-{t.value}", lambda t=t: kernels.math2("pow", t)))
         factories.append((f"fma-{t.value}", lambda t=t: kernels.math3("fma", t)))
-    for t in ir.Elem:
+    for t in (e for e in ir.Elem if not e.is_minifloat):  # no scalar minifloats
         for conditional in (False, True):
             factories.append((f"select-{t.value}-{conditional}",
                               lambda t=t, cd=conditional: kernels.select_kernel(t, cd)))

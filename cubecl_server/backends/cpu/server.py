@@ -28,7 +28,7 @@ CAPABILITIES = Capabilities(
 LoadedCpuKernel = QuietRun
 
 
-_DTYPES = {e: np.dtype(e.numpy_name) for e in Elem}
+_DTYPES = {e: np.dtype(e.numpy_name) for e in Elem if not e.is_minifloat}
 
 _VIEW_LIMIT = 1024
 """Launch argument lists whose views a server keeps before it drops them all."""

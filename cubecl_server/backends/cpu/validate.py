@@ -58,7 +58,7 @@ ENTRY_POINT = "run"
 PARAMS = ("arrays", "shapes", "strides", "scalars", "count", "dim")
 """The entry point's parameters, in order."""
 
-_DTYPES = frozenset(e.numpy_name for e in ir.Elem)
+_DTYPES = frozenset(e.numpy_name for e in ir.Elem if not e.is_minifloat)
 
 NUMPY_NAMES = _DTYPES | frozenset({
     "True_", "False_", "zeros", "trunc", "fmod", "abs", "fmin", "fmax",

@@ -1,8 +1,8 @@
 """The kernels the conformance suite launches, importable by the fresh processes of
 its compile-path tests: a module a topic, beside the suite module that tests it
 (:mod:`.operations`, :mod:`.programs`, :mod:`.language_more`, :mod:`.views`,
-:mod:`.semantics`, :mod:`.lines`, :mod:`.bounds`, :mod:`.narrow`, and the set the
-compile-only tests take, :mod:`.kernel_set`); every name is imported from here
+:mod:`.semantics`, :mod:`.lines`, :mod:`.bounds`, :mod:`.narrow`, :mod:`.minifloats`,
+and the set the compile-only tests take, :mod:`.kernel_set`); every name is imported from here
 (``from cubecl_server.conformance import kernels``; ``kernels.saxpy``).
 
 No module of the package uses ``from __future__ import annotations``: the
@@ -21,6 +21,7 @@ from . import (
     kernel_set,
     language_more,
     lines,
+    minifloats,
     narrow,
     operations,
     programs,
@@ -31,6 +32,7 @@ from .bounds import *  # noqa: F403
 from .kernel_set import *  # noqa: F403
 from .language_more import *  # noqa: F403
 from .lines import *  # noqa: F403
+from .minifloats import *  # noqa: F403
 from .narrow import *  # noqa: F403
 from .operations import *  # noqa: F403
 from .programs import *  # noqa: F403
@@ -42,6 +44,7 @@ __all__ = [
     *kernel_set.__all__,
     *language_more.__all__,
     *lines.__all__,
+    *minifloats.__all__,
     *narrow.__all__,
     *operations.__all__,
     *programs.__all__,

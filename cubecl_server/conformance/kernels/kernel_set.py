@@ -13,6 +13,7 @@ from cubecl_server.lang import CubeDim, KernelFunction
 
 from .language_more import plane_rest, slices, uniform_load, weak_tiled_matmul, weak_tree_sum
 from .lines import line_floats, line_gather, line_ints, line_lanes, plane_lines
+from .minifloats import minifloat_ops
 from .narrow import narrow_casts, narrow_ops
 from .operations import (
     atomic_bits,
@@ -75,6 +76,8 @@ KERNEL_SET: dict[str, tuple[Callable[[], KernelFunction], dict[str, Any], CubeDi
     "line_gather_x4": (lambda: line_gather, {"line_size": 4}, CubeDim(64)),
     "line_lanes_x4": (lambda: line_lanes, {"line_size": 4}, CubeDim(64)),
     "plane_lines_x4": (lambda: plane_lines, {"line_size": 4}, CubeDim(64)),
+    "minifloats_e4m3": (lambda: minifloat_ops(ir.Elem.E4M3), {}, CubeDim(64)),
+    "minifloats_e5m2": (lambda: minifloat_ops(ir.Elem.E5M2), {}, CubeDim(64)),
     "slices": (lambda: slices, {}, CubeDim(64)),
     "uniform_load": (lambda: uniform_load, {}, CubeDim(64)),
     "plane_rest": (lambda: plane_rest, {}, CubeDim(64)),

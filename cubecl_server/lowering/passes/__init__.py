@@ -5,24 +5,26 @@ writes 1:1: what the IR means is said here, once; an emitter only spells it.
 (tested alone in ``tests/lowering/test_passes.py``), as far as the target's :class:`Native`
 asks:
 
-1. :func:`~.checked.check_accesses` (checked mode): each access the bounds analysis
+1. :func:`~.minifloats.lower_minifloats`: ``e4m3``/``e5m2`` as ``u8`` bits, their
+   conversions to and from ``f32`` as integer arithmetic.
+2. :func:`~.checked.check_accesses` (checked mode): each access the bounds analysis
    did not prove inside its array gets its check as an ``if``.
-2. :func:`~.memory.clear_arrays`: shared and local arrays cleared where the target
+3. :func:`~.memory.clear_arrays`: shared and local arrays cleared where the target
    does not start them at zero.
-3. :func:`~.atomics.loop_float_atomics`: the f32 atomics the target lacks as
+4. :func:`~.atomics.loop_float_atomics`: the f32 atomics the target lacks as
    compare-exchange loops.
-4. :func:`~.mathlib.polyfill_math`: the float functions the target lacks, and
+5. :func:`~.mathlib.polyfill_math`: the float functions the target lacks, and
    ``fmod``, as IR.
-5. :func:`~.lines.lower_lines`: ``len`` of a line array from its elements; a line's
+6. :func:`~.lines.lower_lines`: ``len`` of a line array from its elements; a line's
    reduction from its elements.
-6. :func:`~.logical.fix_evaluation`: ``and``/``or`` that must not evaluate their
+7. :func:`~.logical.fix_evaluation`: ``and``/``or`` that must not evaluate their
    right side as ``if``\\ s; ``select`` sides holding plane operations computed first.
-7. :func:`~.loops.count_loops`: every ``for`` from 0 by 1 to a trip count.
-8. :func:`~.builtins.derive_builtins`: the builtins the target lacks, from the rest.
-9. :func:`~.integers.lower_integers`: ``//``, ``%`` and shifts that never trap or
-   wrap the amount, integer ``abs``/``min``/``max``, ``sign`` and ``clamp``, and the
-   integer functions the target lacks.
-10. :func:`~.floats.order_nans`: float ``min``/``max`` that never meet a NaN.
+8. :func:`~.loops.count_loops`: every ``for`` from 0 by 1 to a trip count.
+9. :func:`~.builtins.derive_builtins`: the builtins the target lacks, from the rest.
+10. :func:`~.integers.lower_integers`: ``//``, ``%`` and shifts that never trap or
+    wrap the amount, integer ``abs``/``min``/``max``, ``sign`` and ``clamp``, and the
+    integer functions the target lacks.
+11. :func:`~.floats.order_nans`: float ``min``/``max`` that never meet a NaN.
 
 The core IR is the IR with these differences (``docs/ir.md``, "The core IR"): every
 access is inside its array (an element-typed access of a line array, counting
@@ -33,7 +35,7 @@ have right sides that neither load nor hold plane operations, and ``select`` sid
 hold none; a divisor is never 0, nor -1 on a signed type; a shift amount is below the
 width; only native builtins and functions remain; an
 ``AtomicStmt`` with ``u32`` operands on an ``f32`` array acts on the element's bits;
-``LineMake`` builds lines and there is no ``LineReduce``.
+``LineMake`` builds lines and there is no ``LineReduce``; there are no minifloats.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from cubecl_server.lowering.passes.logical import fix_evaluation
 from cubecl_server.lowering.passes.loops import count_loops
 from cubecl_server.lowering.passes.mathlib import polyfill_math
 from cubecl_server.lowering.passes.memory import clear_arrays
+from cubecl_server.lowering.passes.minifloats import lower_minifloats
 from cubecl_server.lowering.passes.native import (
     ALL_BUILTINS,
     GRID_BUILTINS,
@@ -68,6 +71,7 @@ def lower(kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode, native: Nat
     IR, for launches of ``cube_dim`` in ``mode`` on a target doing what ``native`` says.
 
     Raises ``CompilationError`` (naming ``backend``) for what cannot be lowered."""
+    kernel = lower_minifloats(kernel)
     if mode is ExecutionMode.CHECKED:
         kernel = check_accesses(kernel, in_bounds(kernel, cube_dim), native)
     kernel = clear_arrays(kernel, cube_dim, native)

@@ -9,7 +9,7 @@
 # It runs on the repository's .venv when there is one, else on PYTHON or python3. Where
 # that Python cannot import the core and the plugin (a GPU machine with CuPy and pytest
 # but no venv of ours), it installs the wheels of .whl/ (`make device-wheels`: the core,
-# the cuda plugin, platformdirs) into a folder of its own, offline and without
+# the cuda plugin, platformdirs, ml_dtypes) into a folder of its own, offline and without
 # dependencies, and puts that folder on PYTHONPATH; it installs nothing else.
 set -u
 cd "$(dirname "$0")/../../.."
