@@ -25,6 +25,7 @@ from cubecl_server.kernel import CubeCount, CubeDim
 from .function import KernelFunction, kernel
 from .generated import source_of
 from .signature import ComptimeValue, KernelSignature, kernel_signature
+from .structs import struct
 from .types import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
@@ -185,7 +186,7 @@ __all__ = [
     "KernelOnlyError", "ScalarType", "ArrayType", "ComptimeType", "BuiltinVar",
     "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic", "CubeFn", "TypeRef",
     "f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool_", "e4m3",
-    "e5m2", "Array",
+    "e5m2", "Array", "struct",
     "Comptime",
     "ABSOLUTE_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z",
     "UNIT_POS", "UNIT_POS_X", "UNIT_POS_Y", "UNIT_POS_Z",

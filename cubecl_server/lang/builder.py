@@ -87,6 +87,8 @@ class Builder(ABC):
         self.shared_arrays: dict[str, ir.SharedArray | ir.LocalArray] = {}
         # Slices (`s = a[lo:hi]`), by the name this function gives them.
         self.slices: dict[str, SliceRef] = {}
+        # Struct parameters (their fields are params `<name>_<field>`): class, fields.
+        self.structs: dict[str, tuple[type, tuple[str, ...]]] = {}
         self.closure = closure_vars(fn)  # a cell not yet filled is undefined
         self.globals: dict[str, Any] = fn.__globals__
         tree = source.tree

@@ -36,7 +36,7 @@ protocol): none imports the walk, which imports them all.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 from .. import ir
@@ -44,6 +44,7 @@ from ..errors import KernelSyntaxError
 from .reads import Reads
 from .signature import LINE_SIZE, KernelSignature, kernel_signature, spelled
 from .source import KernelSource, load_source, raises_at_kernel_line
+from .structs import read_fields
 from .typerules import WeakLocals
 from .uniformity import Divergence, Marker, UniformLoad, find_divergent, strip_markers
 from .unit import Unit
@@ -115,6 +116,12 @@ def _build(fn: Callable[..., Any], comptime: dict[str, object] | None,
     if source is None:
         source = load_source(fn)
     sig = signature if signature is not None else kernel_signature(fn, source)
+    if sig.structs:
+        members = {n: f for n, (_, f) in sig.structs.items()}
+        src = source
+        source = replace(source, tree=read_fields(
+            source.tree, members, lambda node, message: KernelSyntaxError(
+                message, src.file, src.line(node), function=fn.__name__)))
     bound = sig.bind_comptime(comptime or {})
     params = sig.specialise(dict(bound), sig.bind_line_sizes((comptime or {}).get(LINE_SIZE)))
     weak = WeakLocals()
@@ -122,7 +129,9 @@ def _build(fn: Callable[..., Any], comptime: dict[str, object] | None,
         unit = Unit(weak, reads)
         unit.has_lines = bool(sig.lines)
         try:
-            body = KernelBuilder(fn, source, params, dict(bound), unit).build()
+            builder = KernelBuilder(fn, source, params, dict(bound), unit)
+            builder.structs = sig.structs
+            body = builder.build()
         except Retyped:
             # A weak local got a type other than the one the code built so far gave it:
             # build again, knowing it from the start. Each time one more local has its

@@ -20,6 +20,7 @@ from cubecl_server.lang.source import (
     load_source,
     raises_at_kernel_line,
 )
+from cubecl_server.lang.structs import flatten
 
 if TYPE_CHECKING:
     from cubecl_server.client import ComputeClient
@@ -139,6 +140,9 @@ class KernelFunction:
         """
         # As raises_at_kernel_line does, without the wrapper's call on every launch.
         try:
+            if self.signature.inputs:
+                args = flatten(self.__name__, self.signature.inputs, self.signature.structs,
+                               args)
             if comptime:
                 comptime = self._hashable(comptime)
             if client.mode is _UNCHECKED and self.signature.lines:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from dataclasses import replace
 
 from .. import ir
 from ..errors import KernelSyntaxError
@@ -20,6 +21,7 @@ from .memory import array_ref, make_slice, slice_of
 from .operations import coerce
 from .signature import resolve_annotation
 from .source import body_of, load_source
+from .structs import flat_name, read_fields, struct_type
 from .tuples import Unpacked
 from .typerules import TypeRuleError, Value, Weak, concrete, const_of, type_name
 
@@ -68,7 +70,13 @@ def inline(b: Builder, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Unpac
                     function=cf.name) from None
         else:
             ann = None
-        bind_argument(b, child, pname, arg, ann, node, prologue)
+        if not bind_struct(b, child, pname, arg, ann, node, prologue):
+            bind_argument(b, child, pname, arg, ann, node, prologue)
+    if child.structs:
+        members = {n: f for n, (_, f) in child.structs.items()}
+        source = child.src = replace(source, tree=read_fields(
+            source.tree, members, lambda at, message: KernelSyntaxError(
+                message, source.file, source.line(at), function=cf.name)))
     tree_body = body_of(source.tree)
     # A final `return expr` is the call's value; returns elsewhere assign a result.
     child.branch_returns = not (tree_body and isinstance(tree_body[-1], ast.Return))
@@ -95,6 +103,30 @@ def inline(b: Builder, cf: lt.CubeFn, node: ast.Call, want_value: bool) -> Unpac
         raise b.fail(node, f"cube_fn `{cf.name}` returns no value, so `{b.seg(node)}`"
                            " cannot be used in an expression")
     return value
+
+
+def bind_struct(b: Builder, child: Builder, pname: str, arg: object, ann: object,
+                node: ast.Call, prologue: list[ir.Stmt]) -> bool:
+    """Bind a helper's struct parameter (``ann`` a :func:`~.structs.struct` class) to the
+    caller's struct of that class, field by field; False where ``ann`` is no struct."""
+    try:
+        st = struct_type(ann)
+    except Exception as exc:
+        raise b.fail(node, f"cannot evaluate the fields of struct {ann!r}: {exc}") from None
+    if st is None:
+        return False
+    what = f"argument `{pname}` of cube_fn `{child.helper}`"
+    held = b.structs.get(arg.id) if isinstance(arg, ast.Name) else None
+    if held is None or held[0] is not ann:
+        got = f"struct {held[0].__name__}" if held else f"`{b.seg(arg)}`" if isinstance(
+            arg, ast.expr) else repr(arg)
+        raise b.fail(node, f"{what} is a struct {st.name}, got {got}")
+    assert isinstance(arg, ast.Name) and isinstance(ann, type)
+    for field, fann in st.fields:
+        value = ast.copy_location(ast.Name(flat_name(arg.id, field), ast.Load()), arg)
+        bind_argument(b, child, flat_name(pname, field), value, fann, node, prologue)
+    child.structs[pname] = (ann, tuple(f for f, _ in st.fields))
+    return True
 
 
 def bind_argument(b: Builder, child: Builder, pname: str, arg: object, ann: object,

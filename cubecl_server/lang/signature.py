@@ -15,6 +15,7 @@ from .. import ir
 from ..errors import KernelSyntaxError
 from .reads import MISSING
 from .source import KernelSource, closure_vars, code_location, load_source
+from .structs import flat_name, struct_type
 from .types import (
     SCALAR_TYPES,
     ArrayType,
@@ -56,7 +57,10 @@ class KernelSignature:
     dtype's default, or ``f32`` as a placeholder when there is none, until
     :meth:`specialise` gives it the bound type. ``lines`` names the line arrays
     (``Array[Line[T]]``), in order: their line size is the launch keyword
-    ``line_size`` (:meth:`bind_line_sizes`).
+    ``line_size`` (:meth:`bind_line_sizes`). ``structs`` maps each struct parameter
+    (:mod:`.structs`) to its class and its fields, which are in ``params`` in its place
+    as ``<param>_<field>``; ``inputs`` then names the parameters a launch passes, a
+    struct as one (empty for a kernel without structs: ``params`` are those).
     """
 
     name: str
@@ -65,6 +69,8 @@ class KernelSignature:
     comptime_defaults: dict[str, ComptimeValue] = field(default_factory=dict)
     generic: dict[str, str] = field(default_factory=dict)
     lines: tuple[str, ...] = ()
+    structs: dict[str, tuple[type, tuple[str, ...]]] = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
 
     def specialise(self, bound: Mapping[str, ComptimeValue],
                    line_sizes: Mapping[str, int] | None = None) -> tuple[ir.Param, ...]:
@@ -290,6 +296,8 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
     defaults: dict[str, ComptimeValue] = {}
     generic: dict[str, str] = {}
     lines: list[str] = []
+    inputs: list[str] = []
+    structs: dict[str, tuple[type, tuple[str, ...]]] = {}
     # Comptime dtypes first: runtime annotations may name them.
     type_vars: dict[str, object] = {}
     type_defaults: dict[str, str] = {}
@@ -304,6 +312,47 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
                 d = _coerce_dtype(p.default) if p.default is not p.empty else None
                 if d is not None:
                     type_defaults[p.name] = d
+    def runtime(pname: str, where: str, ann: object) -> None:
+        """Add runtime parameter ``pname`` of annotation ``ann`` (an error points at
+        parameter ``where`` of the signature: a struct's, for its fields)."""
+        var: str | None = None
+        if isinstance(ann, TypeRef):
+            var = ann.name
+        elif isinstance(ann, ArrayType) and ann.var is not None:
+            var = ann.var
+        if var is not None and var not in type_vars:
+            raise fail(f"the annotation of `{pname}` names `{var}`, which is not a "
+                       f"keyword-only Comptime[dtype] parameter of `{name}`", where)
+        if isinstance(ann, ArrayType) and ann.line:
+            if ann.elem is not None and ann.elem.is_minifloat:
+                raise fail(f"`{pname}` is an array of lines of {ann.elem.value}: lines of "
+                           f"minifloats are not built; use Array[{ann.elem.value}]", where)
+            lines.append(pname)
+        if var is not None:
+            generic[pname] = var
+            params.append(ir.Param(pname, ir.Elem(type_defaults.get(var, "f32")),
+                                   isinstance(ann, ArrayType)))
+        elif isinstance(ann, ArrayType):
+            assert ann.elem is not None
+            params.append(ir.Param(pname, ann.elem, True))
+        elif isinstance(ann, ScalarType):
+            if ann.elem.is_minifloat:
+                raise fail(f"parameter `{pname}` is a {ann.elem.value} scalar: a minifloat "
+                           f"is a type of arrays and locals; take `{pname}: f32` and convert "
+                           f"with {ann.elem.value}({pname})", where)
+            params.append(ir.Param(pname, ann.elem, False))
+        elif isinstance(ann, TensorMapType):
+            params.append(ir.Param(pname, ann.elem, False, tensor_map=True))
+        else:
+            hints: dict[object, str] = {int: "i32", float: "f32", bool: "bool_"}
+            hint = hints.get(ann) if isinstance(ann, type) else None
+            extra = f"; write `{pname}: {hint}`" if hint else ""
+            if isinstance(ann, LineType):
+                extra = f"; a line is read from an array: write `{pname}: Array[{ann!r}]`"
+            raise fail(f"parameter `{pname}` has annotation {ann!r}, which is not a kernel "
+                       f"type (use Array[T], a scalar type such as f32, or a struct){extra}",
+                       where)
+
     for p in sig.parameters.values():
         if p.kind is p.VAR_POSITIONAL:
             raise fail(f"`*{p.name}` is not supported: a kernel takes a fixed list of "
@@ -340,46 +389,31 @@ def kernel_signature(fn: Callable[..., Any], source: KernelSource | None = None)
                        "`*` in the parameter list", p.name)
         if p.default is not p.empty:
             raise fail(f"runtime parameter `{p.name}` cannot have a default value", p.name)
-        var: str | None = None
-        if isinstance(ann, TypeRef):
-            var = ann.name
-        elif isinstance(ann, ArrayType) and ann.var is not None:
-            var = ann.var
-        if var is not None and var not in type_vars:
-            raise fail(f"the annotation of `{p.name}` names `{var}`, which is not a "
-                       f"keyword-only Comptime[dtype] parameter of `{name}`", p.name)
-        if isinstance(ann, ArrayType) and ann.line:
-            if ann.elem is not None and ann.elem.is_minifloat:
-                raise fail(f"`{p.name}` is an array of lines of {ann.elem.value}: lines of "
-                           "minifloats are not built; use Array[" + ann.elem.value + "]",
-                           p.name)
-            lines.append(p.name)
-        if var is not None:
-            generic[p.name] = var
-            params.append(ir.Param(p.name, ir.Elem(type_defaults.get(var, "f32")),
-                                   isinstance(ann, ArrayType)))
-        elif isinstance(ann, ArrayType):
-            assert ann.elem is not None
-            params.append(ir.Param(p.name, ann.elem, True))
-        elif isinstance(ann, ScalarType):
-            if ann.elem.is_minifloat:
-                raise fail(f"parameter `{p.name}` is a {ann.elem.value} scalar: a minifloat "
-                           f"is a type of arrays and locals; take `{p.name}: f32` and convert "
-                           f"with {ann.elem.value}({p.name})", p.name)
-            params.append(ir.Param(p.name, ann.elem, False))
-        elif isinstance(ann, TensorMapType):
-            params.append(ir.Param(p.name, ann.elem, False, tensor_map=True))
-        else:
-            hints: dict[object, str] = {int: "i32", float: "f32", bool: "bool_"}
-            hint = hints.get(ann) if isinstance(ann, type) else None
-            extra = f"; write `{p.name}: {hint}`" if hint else ""
-            if isinstance(ann, LineType):
-                extra = f"; a line is read from an array: write `{p.name}: Array[{ann!r}]`"
-            raise fail(f"parameter `{p.name}` has annotation {ann!r}, which is not a kernel "
-                       f"type (use Array[T] or a scalar type such as f32){extra}", p.name)
+        inputs.append(p.name)
+        try:
+            st = struct_type(ann)
+        except Exception as exc:
+            raise fail(f"cannot evaluate the fields of struct `{p.name}`: {exc}",
+                       p.name) from None
+        if st is None:
+            runtime(p.name, p.name, ann)
+            continue
+        for fname, fann in st.fields:
+            flat = flat_name(p.name, fname)
+            if flat in sig.parameters:
+                raise fail(f"field `{fname}` of struct `{p.name}` is parameter `{flat}` "
+                           f"in the kernel, and `{name}` has a parameter of that name "
+                           "already; rename one", p.name)
+            if struct_type(fann) is not None:
+                raise fail(f"field `{fname}` of struct `{p.name}` is a struct: structs do "
+                           "not nest", p.name)
+            runtime(flat, p.name, fann)
+        assert isinstance(ann, type)
+        structs[p.name] = (ann, tuple(f for f, _ in st.fields))
     if sig.return_annotation is not sig.empty:
         ret = resolve_annotation(fn, sig.return_annotation)
         if ret is not None and ret is not type(None) and ret != "None":
             raise fail(f"a kernel returns nothing (write results to an array); its return "
                        f"annotation must be None, not {ret!r}")
-    return KernelSignature(name, tuple(params), comptime, defaults, generic, tuple(lines))
+    return KernelSignature(name, tuple(params), comptime, defaults, generic, tuple(lines),
+                           structs, tuple(inputs) if structs else ())

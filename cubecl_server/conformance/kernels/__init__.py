@@ -2,8 +2,9 @@
 its compile-path tests: a module a topic, beside the suite module that tests it
 (:mod:`.operations`, :mod:`.programs`, :mod:`.language_more`, :mod:`.views`,
 :mod:`.semantics`, :mod:`.lines`, :mod:`.bounds`, :mod:`.narrow`, :mod:`.minifloats`,
-and the set the compile-only tests take, :mod:`.kernel_set`); every name is imported from here
-(``from cubecl_server.conformance import kernels``; ``kernels.saxpy``).
+:mod:`.structs`, and the set the compile-only tests take, :mod:`.kernel_set`); every
+name is imported from here (``from cubecl_server.conformance import kernels``;
+``kernels.saxpy``).
 
 No module of the package uses ``from __future__ import annotations``: the
 factories build kernels whose annotations name a closure variable
@@ -26,6 +27,7 @@ from . import (
     operations,
     programs,
     semantics,
+    structs,
     views,
 )
 from .bounds import *  # noqa: F403
@@ -37,6 +39,7 @@ from .narrow import *  # noqa: F403
 from .operations import *  # noqa: F403
 from .programs import *  # noqa: F403
 from .semantics import *  # noqa: F403
+from .structs import *  # noqa: F403
 from .views import *  # noqa: F403
 
 __all__ = [
@@ -49,5 +52,6 @@ __all__ = [
     *operations.__all__,
     *programs.__all__,
     *semantics.__all__,
+    *structs.__all__,
     *views.__all__,
 ]

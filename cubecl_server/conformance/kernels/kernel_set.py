@@ -36,6 +36,7 @@ from .programs import (
     transpose,
     unrolled_sum,
 )
+from .structs import struct_kernel
 from .views import plane_sync, strided, view_edges
 
 __all__ = ["KERNEL_SET"]
@@ -78,6 +79,7 @@ KERNEL_SET: dict[str, tuple[Callable[[], KernelFunction], dict[str, Any], CubeDi
     "plane_lines_x4": (lambda: plane_lines, {"line_size": 4}, CubeDim(64)),
     "minifloats_e4m3": (lambda: minifloat_ops(ir.Elem.E4M3), {}, CubeDim(64)),
     "minifloats_e5m2": (lambda: minifloat_ops(ir.Elem.E5M2), {}, CubeDim(64)),
+    "struct_kernel": (lambda: struct_kernel, {}, CubeDim(64)),
     "slices": (lambda: slices, {}, CubeDim(64)),
     "uniform_load": (lambda: uniform_load, {}, CubeDim(64)),
     "plane_rest": (lambda: plane_rest, {}, CubeDim(64)),
