@@ -64,6 +64,8 @@ class Capabilities:
     ``view_alignment`` is the multiple of bytes a view's start (``client.view``) must
     sit at in its buffer: 1 where a kernel may start anywhere, a Vulkan device's
     ``minStorageBufferOffsetAlignment`` where a view is bound at its start.
+    ``debug_print`` says whether its kernels may print (``debug_print``, an IR
+    ``DebugPrint``); off by default, so a kernel that prints is refused at launch.
     """
 
     f64: bool
@@ -81,3 +83,4 @@ class Capabilities:
     line_sizes: tuple[int, ...] = (1,)
     tma: bool = False  # tensor maps as launch arguments (cubecl_server.tma): CUDA sm_90+
     view_alignment: int = 1
+    debug_print: bool = False

@@ -282,8 +282,27 @@ class _Checker:
                 self.atomic(s)
             case ir.TensorMapLoad():
                 self.tensor_map_load(s)
+            case ir.DebugPrint():
+                self.debug_print(s)
             case _:
                 raise _Violation("not an IR statement", s)
+
+    def debug_print(self, s: ir.DebugPrint) -> None:
+        """Check a ``DebugPrint``: one text more than values, each printable ASCII and
+        all of them at most ``ir.MAX_PRINT_TEXT`` characters, values of element
+        types that are no minifloats."""
+        if not isinstance(s.text, tuple) or len(s.text) != len(s.args) + 1:
+            raise _Violation("debug_print has one text more than values (before, between "
+                             "and after them)", s)
+        if any(not isinstance(t, str) or not (t.isascii() and t.isprintable()) for t in s.text):
+            raise _Violation("debug_print's texts are printable ASCII", s)
+        if sum(len(t) for t in s.text) > ir.MAX_PRINT_TEXT:
+            raise _Violation(f"debug_print's texts hold more than {ir.MAX_PRINT_TEXT} "
+                             "characters", s)
+        for a in s.args:
+            self.expr(a)
+            if not isinstance(a.type, ir.Elem) or a.type.is_minifloat:
+                raise _Violation(f"debug_print prints element values, not {a.type.value}", s)
 
     def tensor_map_load(self, s: ir.TensorMapLoad) -> None:
         """Check a ``TensorMapLoad``: a tensor map, a shared array of its element type,

@@ -114,6 +114,11 @@ def _missing_features(kernel: ir.Kernel, caps: Capabilities) -> list[_Feature]:
         out.append(("plane operations, and the device has none (Capabilities.plane_size "
                     "is None)", lambda n: isinstance(n, ir.PlaneOp | ir.SyncPlane),
                     _CHOOSE))
+    if not caps.debug_print:
+        out.append(("debug_print, and the device cannot print from a kernel "
+                    "(Capabilities.debug_print is False)",
+                    lambda n: isinstance(n, ir.DebugPrint),
+                    "remove the debug_print, or debug on the cpu backend"))
     for elem, present, field in ((ir.Elem.F64, caps.f64, "f64"),
                                  (ir.Elem.F16, caps.f16, "f16")):
         if not present:

@@ -43,11 +43,13 @@ TIERS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
         }),
     "cubecl_server.backend.lowering": (
         "the shared lowering: the emitter skeleton, the C-family emitter and its "
-        "dialects, Native and the passes, the info words of a launch", {
+        "dialects, Native and the passes, the info words of a launch, a print's "
+        "printf format", {
             "cubecl_server.lowering": ("ALL_BUILTINS", "UNSIGNED", "ArrayRef", "CDialect",
                                        "CEmitter", "InfoEntry", "InfoLayout", "InfoWords",
                                        "Native", "StandardC", "StructuredEmitter",
-                                       "fold_count", "lower", "metadata_kind"),
+                                       "fold_count", "lower", "metadata_kind",
+                                       "printf_format"),
         }),
     "cubecl_server.backend.features": (
         "what a server may implement besides the contract: events, fills and copies, "

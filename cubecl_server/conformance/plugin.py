@@ -149,6 +149,8 @@ def missing_capability(caps: Capabilities, need: str) -> str | None:
     if kind == "tma":
         return None if caps.tma else ("tensor maps (the `tma` capability, Capabilities.tma: "
                                       "CUDA on sm_90 and later)")
+    if kind == "debug_print":
+        return None if caps.debug_print else "printing from kernels (debug_print)"
     if kind == "line":
         return None if int(arg) in caps.line_sizes else (
             f"lines of {arg} (Capabilities.line_sizes {caps.line_sizes})")
@@ -164,6 +166,8 @@ def elem_need(elem: ir.Elem) -> str | None:
         return elem.value
     if elem in (Elem.I64, Elem.U64):
         return "int64"
+    if elem.is_minifloat:
+        return "int8"  # kept as bytes
     return f"int{elem.bits}" if elem.is_narrow else None
 
 
@@ -202,6 +206,8 @@ def kernel_needs(kernel: ir.Kernel, cube_dim: CubeDim) -> list[str]:
     nodes = list(_ir.walk(kernel.body))
     if any(isinstance(n, (_ir.PlaneOp, _ir.SyncPlane)) for n in nodes):
         needs.append("plane")
+    if any(isinstance(n, _ir.DebugPrint) for n in nodes):
+        needs.append("debug_print")
     needs += sorted({f"atomics:{_atomic_need(kernel, n).value}"
                      for n in nodes if isinstance(n, _ir.AtomicStmt)})
     return needs

@@ -56,12 +56,14 @@ from .expr import (
 from .kernel import Kernel, kernel_to_json
 from .printing import format_expr, format_kernel, format_stmt
 from .stmt import (
+    MAX_PRINT_TEXT,
     Assign,
     AtomicOp,
     AtomicStmt,
     Barrier,
     Break,
     Continue,
+    DebugPrint,
     For,
     If,
     Return,
@@ -96,7 +98,8 @@ __all__ = [
     "PlaneFn", "LineFill", "LineElement", "LineReduce", "LineMake", "ReduceFn", "Assign",
     "Store", "If",
     "For", "While", "Break", "Continue", "Return",
-    "Barrier", "AtomicStmt", "AtomicOp", "TensorMapLoad", "Kernel", "Expr", "Stmt",
+    "Barrier", "AtomicStmt", "AtomicOp", "TensorMapLoad", "DebugPrint", "MAX_PRINT_TEXT",
+    "Kernel", "Expr", "Stmt",
     "to_json", "from_json", "kernel_to_json", "kernel_from_json", "format_expr",
     "format_stmt", "format_kernel", "walk", "assigned_names",
 ]

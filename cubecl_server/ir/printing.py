@@ -98,6 +98,11 @@ def _format_block(body: tuple[stmt.Stmt, ...], indent: int, out: list[str]) -> N
                 out.append(f"{pad}{lhs}atomic_{op.value}({', '.join(args)})")
             case stmt.TensorMapLoad(map=m, shared=sh, coords=cs):
                 out.append(f"{pad}tma_load({m}, {sh}, {', '.join(map(format_expr, cs))})")
+            case stmt.DebugPrint(text=text, args=args):
+                parts = [repr(text[0])]
+                for a, t in zip(args, text[1:], strict=True):
+                    parts += [format_expr(a), repr(t)]
+                out.append(f"{pad}debug_print({', '.join(parts)})")
             case _:
                 raise TypeError(f"not an IR statement: {s!r}")
 

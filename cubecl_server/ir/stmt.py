@@ -10,7 +10,8 @@ from .expr import Expr
 
 __all__ = [
     "Assign", "Store", "If", "For", "While", "Break", "Continue", "Return", "Barrier",
-    "SyncPlane", "AtomicOp", "AtomicStmt", "TensorMapLoad", "Stmt",
+    "SyncPlane", "AtomicOp", "AtomicStmt", "TensorMapLoad", "DebugPrint", "MAX_PRINT_TEXT",
+    "Stmt",
 ]
 
 
@@ -143,5 +144,25 @@ class TensorMapLoad:
     coords: tuple[Expr, ...]
 
 
+MAX_PRINT_TEXT = 1024
+"""The most characters the texts of one :class:`DebugPrint` hold."""
+
+
+@dataclass(frozen=True)
+class DebugPrint:
+    """Print one line for each unit that runs it: ``text[0]``, ``args[0]``, ``text[1]``,
+    ... ``text[-1]`` (one more text than args), then a newline, as one write.
+
+    ``args`` are values of element types (no lines, no minifloats): integers in
+    decimal, floats as C's ``%g`` (six significant digits; ``inf``, ``nan``), bools as
+    ``1`` or ``0``. The texts are printable ASCII. Lines of different units come in no
+    particular order. Only on a device with ``Capabilities.debug_print``; the texts hold
+    at most :data:`MAX_PRINT_TEXT` characters.
+    """
+
+    text: tuple[str, ...]
+    args: tuple[Expr, ...]
+
+
 Stmt = (Assign | Store | If | For | While | Break | Continue | Return | Barrier | AtomicStmt
-        | SyncPlane | TensorMapLoad)
+        | SyncPlane | TensorMapLoad | DebugPrint)

@@ -17,6 +17,7 @@ from .builder import LANGUAGE_NAMES, Builder
 from .inlining import inline
 from .intrinsics import atomic, intrinsic, tma_load
 from .memory import EXAMPLE_DECL
+from .prints import debug_print
 from .tuples import TupleValue
 from .typerules import Value
 
@@ -95,6 +96,8 @@ def call_statement(b: Builder, node: ast.Call) -> list[ir.Stmt] | None:
         return [ir.SyncPlane()]
     if obj is lt.tma_load:
         return [tma_load(b, node)]
+    if obj is lt.debug_print:
+        return [debug_print(b, node)]
     if isinstance(obj, lt.AtomicIntrinsic):
         return [atomic(b, obj, node, None)]
     if isinstance(obj, lt.CubeFn):

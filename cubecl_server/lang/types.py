@@ -22,7 +22,7 @@ __all__ = [
     "BuiltinVar", "Intrinsic", "MathIntrinsic", "AtomicIntrinsic", "PlaneIntrinsic",
     "SCALAR_TYPES", "TypeRef", "dtype", "scalar_type", "CubeFn", "cube_fn",
     "shared", "local_array", "bitcast", "sync_cube", "workgroup_uniform_load", "atomic_add",
-    "sync_plane", "buffer_len", "rank",
+    "sync_plane", "buffer_len", "rank", "debug_print",
     "atomic_sub",
     "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_load",
     "atomic_store", "atomic_exchange", "atomic_compare_exchange", "plane_sum",
@@ -471,6 +471,10 @@ sync_plane = Intrinsic("sync_plane", "Kernel function: a plane barrier. Every ac
                        "of this unit's plane waits until all have reached it; memory "
                        "writes before it are then visible to the plane. Needs plane "
                        "operations.")
+debug_print = Intrinsic("debug_print", "Kernel function: ``debug_print(\"x =\", x)`` or "
+                        "``debug_print(f\"x = {x}\")``: the unit prints a line, its arguments "
+                        "joined by a space; only where Capabilities.debug_print (cpu, opencl, "
+                        "llvm, cuda, c).")
 buffer_len = Intrinsic("buffer_len", "Kernel function: ``buffer_len(a)`` is the number of "
                        "elements of array parameter ``a``'s buffer (``u32``): for a view "
                        "made with ``Handle.view``, from its first element to its last, "

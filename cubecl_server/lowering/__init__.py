@@ -12,6 +12,8 @@
 - :class:`InfoLayout`: the words a launch passes besides its arrays (scalars, lengths,
   shapes, strides, the cube count), and :func:`fold_count` for a cube count past a
   per-axis dispatch limit.
+- :func:`printf_format`: a ``DebugPrint`` as C's ``printf`` takes it, for the targets
+  that print through one.
 
 Backend authors import these from :mod:`cubecl_server.backend.lowering`.
 """
@@ -19,8 +21,9 @@ Backend authors import these from :mod:`cubecl_server.backend.lowering`.
 from cubecl_server.lowering.cfamily import UNSIGNED, ArrayRef, CDialect, CEmitter, StandardC
 from cubecl_server.lowering.info import InfoEntry, InfoLayout, InfoWords, fold_count
 from cubecl_server.lowering.passes import ALL_BUILTINS, Native, lower
+from cubecl_server.lowering.printf import printf_format
 from cubecl_server.lowering.structured import StructuredEmitter, mangle, metadata_kind
 
 __all__ = ["StructuredEmitter", "mangle", "CEmitter", "CDialect", "StandardC", "ArrayRef",
            "UNSIGNED", "ALL_BUILTINS", "InfoEntry", "InfoLayout", "InfoWords", "fold_count",
-           "Native", "lower", "metadata_kind"]
+           "Native", "lower", "metadata_kind", "printf_format"]

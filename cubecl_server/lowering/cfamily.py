@@ -37,6 +37,7 @@ from cubecl_server import ir
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
 from cubecl_server.lowering.passes import INT_FUNCTIONS, Native
+from cubecl_server.lowering.printf import printf_format
 from cubecl_server.lowering.structured import Metadata, StructuredEmitter, metadata_kind
 
 __all__ = ["ArrayRef", "CDialect", "CEmitter", "StandardC", "UNSIGNED"]
@@ -326,6 +327,17 @@ class StandardC:
 CDialect = StandardC
 """The dialect protocol, which :class:`StandardC` states once with C99's spellings:
 what a dialect subclassing it overrides."""
+
+
+_C_INT = {ir.Elem.I32: "int", ir.Elem.U32: "unsigned int", ir.Elem.I64: "long",
+          ir.Elem.U64: "unsigned long"}
+"""The C type of each integer type a printed value is passed as."""
+
+
+def _c_string(text: str) -> str:
+    """``text`` (printable ASCII and newlines) as the inside of a C string literal."""
+    return (text.replace("\\", "\\\\").replace('"', '\\"').replace("?", "\\?")
+            .replace("\n", "\\n"))
 
 
 class CEmitter(StructuredEmitter):
@@ -636,6 +648,19 @@ class CEmitter(StructuredEmitter):
     def stmt_sync_plane(self, s: ir.SyncPlane) -> None:
         """The dialect's plane barrier."""
         self.line(self.d.plane_barrier(self), ir.format_stmt(s))
+
+    def stmt_debug_print(self, s: ir.DebugPrint) -> None:
+        """``printf`` (:func:`~cubecl_server.lowering.printf.printf_format`): each value
+        cast to the integer type it is passed as, a float left to C's promotion (OpenCL
+        C prints a float as it is), ``half`` made a ``float``."""
+        fmt, passed = printf_format(s)
+        args = []
+        for a, t in zip(s.args, passed, strict=True):
+            x = self.expr(a)
+            cast = "float" if a.type is ir.Elem.F16 else None if t.is_float else _C_INT[t]
+            args.append(f"({cast}){x}" if cast else x)
+        self.line(f'printf("{_c_string(fmt)}"{"".join(", " + x for x in args)});',
+                  ir.format_stmt(s))
 
     def takes_tensor_maps(self) -> bool:
         """Whether the dialect lowers tensor maps (its ``tensor_maps``)."""

@@ -40,7 +40,7 @@ _STMTS: dict[type, str] = {
     ir.While: "stmt_while", ir.Break: "stmt_break", ir.Continue: "stmt_continue",
     ir.Return: "stmt_return", ir.Barrier: "stmt_barrier", ir.AtomicStmt: "stmt_atomic",
     ir.SyncPlane: "stmt_sync_plane",
-    ir.TensorMapLoad: "stmt_tensor_map_load",
+    ir.TensorMapLoad: "stmt_tensor_map_load", ir.DebugPrint: "stmt_debug_print",
 }
 _EXPRS: dict[type, str] = {
     ir.Const: "expr_const", ir.Var: "expr_var", ir.Builtin: "expr_builtin",
@@ -127,6 +127,12 @@ class StructuredEmitter:
             self.fail(f"parameter {p.name!r} is a TensorMap[{p.elem.value}], and the "
                       f"{backend} backend has no tensor memory accelerator: tensor maps need "
                       "the `tma` capability (Capabilities.tma: CUDA on sm_90 and later)")
+
+    def stmt_debug_print(self, s: ir.DebugPrint) -> None:
+        """Refuse a print: a target that prints overrides this (and its device has
+        ``Capabilities.debug_print``, without which a launch refuses the kernel)."""
+        self.fail(f"the {self.backend} backend cannot print from a kernel "
+                  "(Capabilities.debug_print is False): remove the debug_print")
 
     def takes_tensor_maps(self) -> bool:
         """Whether this target lowers tensor-map parameters and their loads (a target

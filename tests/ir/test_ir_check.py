@@ -355,6 +355,8 @@ def test_the_kernel_set_lowers_on_every_backend_without_its_own_checks(backend: 
     compiler = _COMPILERS[backend]()
     for name, (get, comptime, dim) in kernels.KERNEL_SET.items():
         k = get().ir(**comptime)
+        if backend == "vulkan" and any(isinstance(n, ir.DebugPrint) for n in ir.walk(k.body)):
+            continue  # it cannot print: the launch refuses the kernel (tests/lang/test_prints.py)
         check_kernel(k, backend)
         for mode in ExecutionMode:
             assert compiler.compile(k, dim, mode).source.strip(), (name, mode)

@@ -529,6 +529,11 @@ class _Emitter(StructuredEmitter):
         """Nothing to do: the lanes run in lockstep."""
         self.line("pass", "plane barrier: the lanes run in lockstep")
 
+    def stmt_debug_print(self, s: ir.DebugPrint) -> None:
+        """``support.debug_print``: a line per active lane, in lane order."""
+        values = "".join(f", {self.expr(a)}" for a in s.args)
+        self.line(f"_s.debug_print(g, {self.mask}, {s.text!r}{values})", ir.format_stmt(s))
+
     def stmt_atomic(self, s: ir.AtomicStmt) -> None:
         """``support.atomic``: the active lanes one after another, in lane order."""
         mask = self.mask

@@ -22,7 +22,7 @@ CAPABILITIES = Capabilities(
     shared_memory_bytes=64 * 1024, max_cube_dim=1024, plane_size=32, device_present=True,
     # Cubes run chunk after chunk: only the language's u32 positions bound a grid.
     max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS), line_sizes=(1, 2, 4, 8, 16),
-    int8=True, int16=True,
+    int8=True, int16=True, debug_print=True,
 )
 
 LoadedCpuKernel = QuietRun

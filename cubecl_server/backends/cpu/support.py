@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import sys
 import threading
 from collections.abc import Callable
 from functools import cached_property
@@ -367,6 +368,32 @@ def andnot(m: Mask, c: Value) -> Mask:
         return False if c else m
     # On bools, m > c is m & ~c in one pass.
     return _norm(np.logical_not(c) if m is True else np.greater(m, c))
+
+
+def debug_print(g: Grid, m: Mask, text: tuple[str, ...], *values: Value) -> None:
+    """``DebugPrint``: a line for each active lane, in lane order, written at once:
+    ``text`` around ``values`` (integers in decimal, floats as C's ``%g``, bools as 1
+    or 0)."""
+    if m is False:
+        return
+    lanes = range(g.n) if m is True else np.flatnonzero(m).tolist()
+    columns = [np.broadcast_to(np.asarray(v), (g.n,)) for v in values]
+    lines = []
+    for k in lanes:
+        parts = [text[0]]
+        for column, after in zip(columns, text[1:], strict=True):
+            parts += [_printed(column[k]), after]
+        lines.append("".join(parts))
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _printed(x: np.generic) -> str:
+    if isinstance(x, np.bool_):
+        return "1" if x else "0"
+    if isinstance(x, np.floating):
+        return f"{float(x):g}"  # C's %g
+    return str(int(x))
 
 
 def merge(m: Mask, new: Value, old: Value) -> Value:

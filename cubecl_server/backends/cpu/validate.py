@@ -75,7 +75,7 @@ SUPPORT_NAMES = frozenset({
     "plane_broadcast", "load_local", "store_local", "bitcast", "plane_min", "plane_prod",
     "plane_all", "plane_any", "plane_inclusive_sum", "plane_exclusive_sum", "plane_ballot",
     "plane_shuffle_xor", "plane_inclusive_prod", "plane_exclusive_prod", "fill", "element",
-    "make_line", "merge_line", "select_lanes", "load_line", "store_line",
+    "make_line", "merge_line", "select_lanes", "load_line", "store_line", "debug_print",
 })
 """What generated code reads from ``_s`` (the support module): its helpers."""
 
@@ -236,6 +236,8 @@ class _Checker:
                 self.attribute(e)
             case ast.Call(func=ast.Attribute() as func, args=args, keywords=keywords):
                 self.attribute(func)
+                if _is_print(e):
+                    args = [*args[:2], *args[3:]]  # the texts are checked by _is_print
                 if func.attr == "astype" and not _is_astype(e):
                     self.fail(e, "astype to other than one NumPy dtype")
                 for a in args:
@@ -294,6 +296,24 @@ class _Checker:
                 self.expr(e.value)
         if e.attr not in allowed:
             self.fail(e, f"attribute {e.attr!r} of {_describe(e.value)}")
+
+
+def _is_print(e: ast.Call) -> bool:
+    """Whether ``e`` is ``_s.debug_print(g, mask, texts, ...)`` with ``texts`` a tuple of
+    printable ASCII strings of at most ``ir.MAX_PRINT_TEXT`` characters in all: the one
+    place generated code holds strings of the kernel's (``support.debug_print`` only
+    writes them out)."""
+    f = e.func
+    if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+            and f.value.id == "_s" and f.attr == "debug_print" and len(e.args) >= 3):
+        return False
+    texts = e.args[2]
+    if not isinstance(texts, ast.Tuple):
+        return False
+    values = [t.value for t in texts.elts if isinstance(t, ast.Constant)]
+    return (len(values) == len(texts.elts) == len(e.args) - 2
+            and all(isinstance(v, str) and v.isascii() and v.isprintable() for v in values)
+            and sum(map(len, values)) <= ir.MAX_PRINT_TEXT)
 
 
 def _is_docstring(s: ast.stmt) -> bool:

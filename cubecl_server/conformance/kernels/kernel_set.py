@@ -11,7 +11,14 @@ from typing import Any
 from cubecl_server import ir
 from cubecl_server.lang import CubeDim, KernelFunction
 
-from .language_more import plane_rest, slices, uniform_load, weak_tiled_matmul, weak_tree_sum
+from .language_more import (
+    plane_rest,
+    printing,
+    slices,
+    uniform_load,
+    weak_tiled_matmul,
+    weak_tree_sum,
+)
 from .lines import line_floats, line_gather, line_ints, line_lanes, plane_lines
 from .minifloats import minifloat_ops
 from .narrow import narrow_casts, narrow_ops
@@ -80,6 +87,7 @@ KERNEL_SET: dict[str, tuple[Callable[[], KernelFunction], dict[str, Any], CubeDi
     "minifloats_e4m3": (lambda: minifloat_ops(ir.Elem.E4M3), {}, CubeDim(64)),
     "minifloats_e5m2": (lambda: minifloat_ops(ir.Elem.E5M2), {}, CubeDim(64)),
     "struct_kernel": (lambda: struct_kernel, {}, CubeDim(64)),
+    "printing": (lambda: printing, {}, CubeDim(64)),
     "slices": (lambda: slices, {}, CubeDim(64)),
     "uniform_load": (lambda: uniform_load, {}, CubeDim(64)),
     "plane_rest": (lambda: plane_rest, {}, CubeDim(64)),

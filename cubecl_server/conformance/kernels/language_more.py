@@ -1,6 +1,6 @@
 """Weak integer typing and the rest of the language (``test_language_more.py``):
 uncast integers that take their type from where they meet one, slices, uniform loads
-and the remaining plane operations.
+and the remaining plane operations; printing (``test_debug_print.py``).
 """
 
 # No `from __future__ import annotations` here, as in every module of the package: the
@@ -22,11 +22,13 @@ from cubecl_server.lang import (
     bool_,
     f32,
     i32,
+    i64,
     kernel,
     u32,
 )
 
-__all__ = ["weak_tree_sum", "weak_tiled_matmul", "slices", "uniform_load", "plane_rest"]
+__all__ = ["weak_tree_sum", "weak_tiled_matmul", "slices", "uniform_load", "plane_rest",
+           "printing"]
 
 
 @kernel
@@ -156,3 +158,11 @@ def plane_rest(v: Array[i32], c: Array[bool_], shuffled: Array[i32], up: Array[i
             inc[i] = cl.plane_inclusive_prod(x)
             exc[i] = cl.plane_exclusive_prod(x)
             elected[i] = cl.plane_elect()
+
+
+@kernel
+def printing(a: Array[f32], k: Array[i64], n: u32) -> None:
+    """Each unit below ``n`` prints its position, its two values and a comparison."""
+    i = ABSOLUTE_POS
+    if i < n:
+        cl.debug_print(f"unit {i}: a = {a[i]}, k =", k[i], a[i] > 0.0, "100% \"done\"")

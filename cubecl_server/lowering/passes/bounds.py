@@ -329,7 +329,10 @@ class _Analysis:
                 return None
             case ir.Return():
                 return None
-        return s  # a barrier
+            case ir.DebugPrint(args=args):
+                for a in args:
+                    self.loads(a, s)
+        return s  # a barrier, a print
 
     def loop(self, entry: _State, body: tuple[ir.Stmt, ...], *, cond: ir.Expr | None = None,
              loop: ir.For | None = None) -> _State | None:

@@ -42,6 +42,7 @@ EXPR_FIELDS: dict[type, tuple[str, ...]] = {
     ir.LineReduce: ("x",), ir.LineMake: ("parts",),
     ir.Assign: ("value",), ir.Store: ("index", "value"),
     ir.AtomicStmt: ("index", "value", "compare"), ir.TensorMapLoad: ("coords",),
+    ir.DebugPrint: ("args",),
 }
 """The fields of each node that hold expressions (one, or a tuple of them), in the
 order the node's value reads them."""

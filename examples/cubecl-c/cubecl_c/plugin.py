@@ -81,7 +81,7 @@ def toolchain() -> str:
 CAPABILITIES = cb.Capabilities(
     f64=True, f16=False, int8=True, int16=True, max_cube_count=(su.MAX_UNITS,) * 3,
     atomics=frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32}),
-    shared_memory_bytes=65536, max_cube_dim=1024, plane_size=1)
+    shared_memory_bytes=65536, max_cube_dim=1024, plane_size=1, debug_print=True)
 
 
 class C99(lo.StandardC):
@@ -124,7 +124,7 @@ class C99(lo.StandardC):
     def head(self, e: lo.CEmitter) -> list[str]:
         """The entry point, which runs the cubes: as contexts where units meet at barriers."""
         team = bool(e.shared) or any(isinstance(s, ir.Barrier) for s in ir.walk(e.kernel.body))
-        headers = ("stdint", "stdbool", "math", "string", "stdlib", "ucontext")
+        headers = ("stdint", "stdbool", "stdio", "math", "string", "stdlib", "ucontext")
         return [*(f"#include <{h}.h>" for h in headers),
                 _ENTRY.substitute(n=math.prod(e.dim), team=int(team), entry=f"cubecl_{e.ident}")]
 

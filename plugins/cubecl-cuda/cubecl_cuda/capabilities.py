@@ -27,7 +27,8 @@ def capabilities(*, max_threads: int = MAX_CUBE_DIM, shared_bytes: int = STATIC_
                         shared_memory_bytes=min(shared_bytes, STATIC_SHARED_BYTES),
                         max_cube_dim=min(max_threads, MAX_CUBE_DIM), plane_size=PLANE_SIZE,
                         device_present=device_present, max_cube_count=MAX_GRID,
-                        line_sizes=(1, 2, 4, 8, 16), int8=True, int16=True)
+                        line_sizes=(1, 2, 4, 8, 16), int8=True, int16=True,
+                        debug_print=True)
 
 
 def compile_only_capabilities() -> Capabilities:

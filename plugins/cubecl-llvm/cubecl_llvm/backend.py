@@ -37,7 +37,8 @@ FORMAT = "o1"
 CAPABILITIES = cb.Capabilities(
     f64=True, f16=f16_in_hardware(), int8=True, int16=True, max_cube_count=(su.MAX_UNITS,) * 3,
     atomics=frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32}),
-    shared_memory_bytes=65536, max_cube_dim=1024, plane_size=1, line_sizes=(1, 2, 4, 8, 16))
+    shared_memory_bytes=65536, max_cube_dim=1024, plane_size=1, line_sizes=(1, 2, 4, 8, 16),
+    debug_print=True)
 """What the host does here: every type (f16 where the CPU converts it), atomics on 32-
 and 64-bit integers and f32, and planes of one unit (a unit's plane is itself: honest,
 and all a CPU core has)."""

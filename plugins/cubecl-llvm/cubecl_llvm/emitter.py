@@ -633,6 +633,29 @@ class LlvmEmitter(lo.StructuredEmitter):
     def stmt_sync_plane(self, s: ir.SyncPlane) -> None:
         """A plane is one unit: nothing to wait for."""
 
+    def stmt_debug_print(self, s: ir.DebugPrint) -> None:
+        """A call of the C library's ``printf`` (the process has it, and MCJIT links
+        the object code to it), its values passed as C passes them
+        (:func:`~cubecl_server.backend.lowering.printf_format`)."""
+        fmt, passed = lo.printf_format(s)
+        data = bytearray(fmt.encode("ascii") + b"\0")
+        text = ll.GlobalVariable(self.module, ll.ArrayType(I8, len(data)),
+                                 self.module.get_unique_name("fmt"))
+        text.initializer = ll.Constant(ll.ArrayType(I8, len(data)), data)
+        text.global_constant, text.linkage = True, "internal"
+        printf = self.module.globals.get("printf")
+        if printf is None:
+            printf = ll.Function(self.module, ll.FunctionType(I32, [PTR], var_arg=True),
+                                 "printf")
+        args: list[ll.Value] = [text]
+        for a, t in zip(s.args, passed, strict=True):
+            x = self.expr(a)
+            if t.is_float:
+                args.append(x if a.type is Elem.F64 else self.b.fpext(x, _SCALAR[Elem.F64]))
+            else:
+                args.append(self.resize(x, a.type, t))
+        self.b.call(printf, args)
+
     def stmt_atomic(self, s: ir.AtomicStmt) -> None:
         """``atomicrmw``, or ``cmpxchg``; the old value to the result's local."""
         t = s.value.type

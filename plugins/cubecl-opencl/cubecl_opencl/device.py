@@ -118,8 +118,9 @@ def capabilities_of(f: DeviceFeatures) -> Capabilities:
         # OpenCL bounds a work-group count by size_t only; the language's u32
         # positions bound a launch long before that.
         max_cube_count=(MAX_UNITS, MAX_UNITS, MAX_UNITS), line_sizes=(1, 2, 4, 8, 16),
-        # char and short are core OpenCL C, and 1.1 made byte-addressed stores core.
-        int8=True, int16=True,
+        # char and short are core OpenCL C, and 1.1 made byte-addressed stores core;
+        # printf is core OpenCL C 1.2.
+        int8=True, int16=True, debug_print=True,
     )
 
 
