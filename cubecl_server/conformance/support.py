@@ -40,6 +40,12 @@ def random_size(rng: np.random.Generator, dim: int, at_least: int = 2) -> int:
     return int(dim * rng.integers(at_least, at_least + 3) + rng.integers(1, dim))
 
 
+def minifloat_codes(elem: ir.Elem) -> int:
+    """How many codes the minifloat ``elem`` has: 256, 64 for the 6-bit formats, 16 for
+    the 4-bit one (in the low bits of their byte; the others are no value)."""
+    return {ir.Elem.E2M3: 64, ir.Elem.E3M2: 64, ir.Elem.E2M1: 16}.get(elem, 256)
+
+
 def values(rng: np.random.Generator, elem: ir.Elem, n: int, *, edges: bool = True,
            low: float | None = None, high: float | None = None) -> np.ndarray:
     """``n`` random values of ``elem``; with ``edges`` the first ones are the type's
@@ -49,8 +55,8 @@ def values(rng: np.random.Generator, elem: ir.Elem, n: int, *, edges: bool = Tru
     if elem is ir.Elem.BOOL:
         return rng.integers(0, 2, n).astype(bool)
     if elem.is_minifloat:
-        # Any byte is a value (NaN, infinity, subnormals and both zeros among them).
-        return rng.integers(0, 256, n, dtype=np.uint8).view(dt)
+        # Any code is a value (NaN, infinity, subnormals and both zeros among them).
+        return rng.integers(0, minifloat_codes(elem), n, dtype=np.uint8).view(dt)
     if elem.is_float:
         lo, hi = (-100.0 if low is None else low), (100.0 if high is None else high)
         out = rng.uniform(lo, hi, n).astype(dt)
@@ -83,7 +89,8 @@ def check(got: np.ndarray, want: np.ndarray, what: str, seed: int, *,
     if got.shape != want.shape:
         raise AssertionError(f"{what}: result has shape {got.shape}, expected {want.shape} "
                              f"(seed {seed})")
-    if any(d.kind == "f" or d.name.startswith("float8") for d in (got.dtype, want.dtype)):
+    if any(d.kind == "f" or d.name.startswith(("float8", "float6", "float4"))
+           for d in (got.dtype, want.dtype)):
         g, w = got.astype(np.float64), want.astype(np.float64)
         if exact or elem is None:
             ok = (g == w) | (np.isnan(g) & np.isnan(w))

@@ -32,6 +32,9 @@ class Elem(enum.Enum):
     U16 = "u16"
     E4M3 = "e4m3"
     E5M2 = "e5m2"
+    E2M3 = "e2m3"
+    E3M2 = "e3m2"
+    E2M1 = "e2m1"
 
     @functools.cached_property
     def is_float(self) -> bool:
@@ -52,11 +55,13 @@ class Elem(enum.Enum):
 
     @functools.cached_property
     def is_minifloat(self) -> bool:
-        """Whether this is an 8-bit float storage type (e4m3: 4 exponent bits, 3 mantissa
-        bits, no infinity, as ``ml_dtypes.float8_e4m3fn``; e5m2: IEEE-like, as
-        ``ml_dtypes.float8_e5m2``). Its values are loaded, stored and converted to and
-        from f32, nothing else; it is neither ``is_float`` nor ``is_int``."""
-        return self in (Elem.E4M3, Elem.E5M2)
+        """Whether this is a float storage type of a byte a value (e4m3: 4 exponent
+        bits, 3 mantissa bits, no infinity, as ``ml_dtypes.float8_e4m3fn``; e5m2:
+        IEEE-like, as ``ml_dtypes.float8_e5m2``; the 6-bit e2m3 and e3m2 and the 4-bit
+        e2m1, as ``ml_dtypes``' ``float6_e2m3fn``, ``float6_e3m2fn``,
+        ``float4_e2m1fn``). Its values are loaded, stored and converted to and from
+        f32, nothing else; it is neither ``is_float`` nor ``is_int``."""
+        return self in (Elem.E4M3, Elem.E5M2, Elem.E2M3, Elem.E3M2, Elem.E2M1)
 
     @functools.cached_property
     def is_signed(self) -> bool:
@@ -65,17 +70,20 @@ class Elem(enum.Enum):
 
     @functools.cached_property
     def bits(self) -> int:
-        """Width in bits (bool counts as 8: one byte in a buffer)."""
+        """Width in bits (bool counts as 8: one byte in a buffer; so do the 6- and 4-bit
+        minifloats, a value a byte)."""
         return {"f16": 16, "f32": 32, "f64": 64, "i32": 32, "i64": 64,
                 "u32": 32, "u64": 64, "bool": 8, "i8": 8, "i16": 16, "u8": 8,
-                "u16": 16, "e4m3": 8, "e5m2": 8}[self.value]
+                "u16": 16, "e4m3": 8, "e5m2": 8, "e2m3": 8, "e3m2": 8,
+                "e2m1": 8}[self.value]
 
     @functools.cached_property
     def numpy_name(self) -> str:
         """The NumPy dtype name with the same layout (a minifloat's is ``ml_dtypes``',
         which NumPy knows once ``ml_dtypes`` is imported)."""
         if self.is_minifloat:
-            return {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}[self.value]
+            return {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "e2m3": "float6_e2m3fn",
+                    "e3m2": "float6_e3m2fn", "e2m1": "float4_e2m1fn"}[self.value]
         return "bool" if self is Elem.BOOL else {"f": "float", "i": "int", "u": "uint"}[
             self.value[0]] + self.value[1:]
 

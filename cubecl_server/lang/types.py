@@ -96,9 +96,19 @@ e4m3 = ScalarType("e4m3", ir.Elem.E4M3, "Storage type: 8-bit float, 4 exponent a
                   "bits, no infinity (ml_dtypes.float8_e4m3fn); converted to and from f32.")
 e5m2 = ScalarType("e5m2", ir.Elem.E5M2, "Storage type: 8-bit float, 5 exponent and 2 mantissa "
                   "bits (ml_dtypes.float8_e5m2); converted to and from f32.")
+e2m3 = ScalarType("e2m3", ir.Elem.E2M3, "Storage type: 6-bit float, 2 exponent and 3 mantissa "
+                  "bits, finite only (ml_dtypes.float6_e2m3fn), a byte each; converted to and "
+                  "from f32.")
+e3m2 = ScalarType("e3m2", ir.Elem.E3M2, "Storage type: 6-bit float, 3 exponent and 2 mantissa "
+                  "bits, finite only (ml_dtypes.float6_e3m2fn), a byte each; converted to and "
+                  "from f32.")
+e2m1 = ScalarType("e2m1", ir.Elem.E2M1, "Storage type: 4-bit float, 2 exponent bits and 1 "
+                  "mantissa bit, finite only (ml_dtypes.float4_e2m1fn), a byte each; converted "
+                  "to and from f32.")
 
 SCALAR_TYPES: dict[ir.Elem, ScalarType] = {
-    t.elem: t for t in (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_, e4m3, e5m2)
+    t.elem: t for t in (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_, e4m3, e5m2,
+                        e2m3, e3m2, e2m1)
 }
 """The scalar type object of each element type (for hints in error messages)."""
 

@@ -1,5 +1,5 @@
-"""The minifloats e4m3 and e5m2 against ``ml_dtypes`` (the NumPy types they are held
-in): every one of the 256 codes widened to f32, f32 values rounded to nearest (ties to
+"""The minifloats e4m3, e5m2, e2m3, e3m2 and e2m1 against ``ml_dtypes`` (the NumPy types
+they are held in): every code widened to f32, f32 values rounded to nearest (ties to
 even) at random over the whole range and at the edges (ties, the largest finite value
 and past it, subnormals, signed zeros, infinities, NaN, f32 denormals), minifloats
 through shared memory, locals and ``select``, from integers, and a number stored
@@ -15,21 +15,26 @@ import pytest
 from cubecl_server import ir
 from cubecl_server.client import ComputeClient
 from cubecl_server.conformance import kernels
-from cubecl_server.conformance.support import check, cubes_for, random_size
+from cubecl_server.conformance.support import check, cubes_for, minifloat_codes, random_size
 from cubecl_server.lang import CubeDim
 
 pytestmark = pytest.mark.usefixtures("cubecl_isolated")
 
 E = ir.Elem
 TYPES = [pytest.param(e, id=e.value, marks=pytest.mark.requires("int8"))
-         for e in (E.E4M3, E.E5M2)]
+         for e in (E.E4M3, E.E5M2, E.E2M3, E.E3M2, E.E2M1)]
 
 
-def _edges(dt: np.dtype[Any]) -> np.ndarray:
+def _codes(elem: ir.Elem, dt: np.dtype[Any]) -> np.ndarray:
+    """Every code of ``elem``, as values of ``dt``."""
+    return np.arange(minifloat_codes(elem), dtype=np.uint8).view(dt)
+
+
+def _edges(elem: ir.Elem, dt: np.dtype[Any]) -> np.ndarray:
     """f32 values at a minifloat's edges: each finite code's value, the midpoints
     between neighbours (ties) and a hair either side of them, past the largest, the
     smallest subnormal's half, signed zeros, infinities, NaN, f32 denormals."""
-    finite = np.arange(256, dtype=np.uint8).view(dt).astype(np.float32)
+    finite = _codes(elem, dt).astype(np.float32)
     finite = np.unique(finite[np.isfinite(finite)])
     mids = (finite[:-1].astype(np.float64) + finite[1:]) / 2
     near = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
@@ -53,9 +58,9 @@ def test_conversions_round_as_ml_dtypes(cubecl_client: ComputeClient,
     import ml_dtypes  # noqa: F401  (NumPy knows the minifloat dtypes from it)
 
     c, dt = cubecl_client, np.dtype(elem.numpy_name)
-    edges = _edges(dt)
+    edges = _edges(elem, dt)
     n = max(random_size(cubecl_rng, kernels.MINIFLOAT_DIM), 256, len(edges)) + 37
-    codes = np.resize(np.arange(256, dtype=np.uint8), n).view(dt)  # every code
+    codes = np.resize(_codes(elem, dt), n)  # every code
     x = (cubecl_rng.standard_normal(n) * 2.0 ** cubecl_rng.integers(-22, 18, n)).astype(
         np.float32)
     x[:len(edges)] = edges
@@ -88,9 +93,10 @@ def test_fill_write_and_read_keep_every_code(cubecl_client: ComputeClient,
     import ml_dtypes  # noqa: F401
 
     c, dt = cubecl_client, np.dtype(elem.numpy_name)
-    codes = np.arange(256, dtype=np.uint8).view(dt)
+    codes = _codes(elem, dt)
     h = c.create(codes)
     assert c.read(h).dtype == dt
-    assert (c.read(h).view(np.uint8) == np.arange(256)).all(), "a write and read changed bits"
+    assert (c.read(h).view(np.uint8) == codes.view(np.uint8)).all(), (
+        "a write and read changed bits")
     c.fill(h, -1.75)
     assert (c.read(h).view(np.uint8) == np.asarray(-1.75, dt).view(np.uint8)).all()
