@@ -19,6 +19,7 @@ from ..errors import KernelSyntaxError
 from .assignments import check_assignable, stmt_AnnAssign, stmt_Assign, stmt_AugAssign
 from .builder import Builder
 from .calls import call_statement
+from .memory import array_ref, slice_of
 from .operations import as_bool_condition, coerce, constant_bool
 from .tuples import TupleValue
 from .typerules import TypeRuleError, Weak, concrete, const_of
@@ -153,7 +154,20 @@ def stmt_For(b: Builder, node: ast.For) -> list[ir.Stmt]:
                                   "`for` loop counts one variable")
     it = node.iter
     if not (isinstance(it, ast.Call) and _is_range(b, it.func)):
-        raise b.fail(it, "only `for i in range(...)` loops are supported in kernels")
+        if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice):
+            # A slice written in place: made once, under a name of its own, then walked.
+            name = _hidden(b, "_for_slice", node)
+            made = ast.copy_location(ast.Assign([ast.copy_location(
+                ast.Name(name, ast.Store()), it)], it), node)
+            walked = ast.copy_location(ast.For(ast.copy_location(node.target, node.target),
+                                               ast.copy_location(ast.Name(name, ast.Load()),
+                                                                 it), node.body, []), node)
+            return [*stmt_Assign(b, made), *stmt_For(b, walked)]
+        if array_ref(b, it) is not None or slice_of(b, it) is not None or (
+                isinstance(it, ast.Name) and it.id in b.shared_arrays):
+            return stmt_For(b, _over_elements(b, node))
+        raise b.fail(it, "only `for i in range(...)` loops and `for x in a` over an array, "
+                         "a slice or a shared or local array are supported in kernels")
     if not 1 <= len(it.args) <= 3 or any(isinstance(a, ast.Starred) for a in it.args):
         raise b.fail(it, "range() takes 1 to 3 positional arguments")
     unroll = False
@@ -264,6 +278,33 @@ def stmt_For(b: Builder, node: ast.For) -> list[ir.Stmt]:
         b.loop_vars.pop()
     loop.exit()
     return [ir.For(info.ir_name, exprs[0], exprs[1], step_c, body, unroll)]
+
+
+def _hidden(b: Builder, base: str, node: ast.stmt) -> str:
+    """A name for the frontend's own use at ``node``, which the function's code does
+    not use."""
+    name = f"{base}_{node.lineno}_{node.col_offset}"
+    while name in b.assigned or name in b.locals or name in b.params or name in b.slices:
+        name += "_"
+    return name
+
+
+def _over_elements(b: Builder, node: ast.For) -> ast.For:
+    """``for x in a: body`` as ``for k in range(len(a)): x = a[k]; body``, ``k`` a name
+    of its own: each element in order, ``a`` read where the loop reads it."""
+    k = _hidden(b, "_for_index", node)
+    it = node.iter
+    count = ast.Call(ast.Name("range", ast.Load()),
+                     [ast.Call(ast.Name("len", ast.Load()), [it], [])], [])
+    element = ast.Assign([node.target], ast.Subscript(it, ast.Name(k, ast.Load()),
+                                                      ast.Load()))
+    loop = ast.For(ast.Name(k, ast.Store()), count, [element, *node.body], [])
+    for n in (count, *ast.walk(count), element, *ast.walk(element), loop, loop.target):
+        ast.copy_location(n, node)
+        n.end_lineno, n.end_col_offset = node.end_lineno, node.end_col_offset
+    for n in (it, node.target):  # their own places, for messages quoting them
+        ast.fix_missing_locations(n)
+    return loop
 
 
 def _is_range(b: Builder, func: ast.expr) -> bool:

@@ -628,7 +628,7 @@ def loop_float_bounds(a: Array[f32], x: f32):
 
 
 def loop_over_array(a: Array[f32]):
-    for v in a:  # <loop-over-array>
+    for v in (a[0], a[1]):  # <loop-over-array>
         pass
 
 
@@ -668,7 +668,8 @@ def test_loop_variable_types() -> None:
     (loop_step_zero, "step-zero", "must not be zero", {"S": 0}),
     (loop_negative_unsigned, "neg-step-unsigned", "negative step needs a signed", {}),
     (loop_float_bounds, "float-bounds", "integer bounds", {}),
-    (loop_over_array, "loop-over-array", "only `for i in range(...)`", {}),
+    (loop_over_array, "loop-over-array", "only `for i in range(...)` loops and `for x in a` "
+                                          "over an array", {}),
     (loop_retyped, "loop-retyped", "`i` is already u32", {}),
 ])
 def test_loop_errors(fn: Callable[..., Any], tag: str, fragment: str,

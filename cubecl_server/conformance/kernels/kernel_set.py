@@ -12,6 +12,7 @@ from cubecl_server import ir
 from cubecl_server.lang import CubeDim, KernelFunction
 
 from .language_more import (
+    for_in,
     plane_rest,
     printing,
     slices,
@@ -88,6 +89,7 @@ KERNEL_SET: dict[str, tuple[Callable[[], KernelFunction], dict[str, Any], CubeDi
     "minifloats_e5m2": (lambda: minifloat_ops(ir.Elem.E5M2), {}, CubeDim(64)),
     "struct_kernel": (lambda: struct_kernel, {}, CubeDim(64)),
     "printing": (lambda: printing, {}, CubeDim(64)),
+    "for_in": (lambda: for_in, {"W": 3}, CubeDim(64)),
     "slices": (lambda: slices, {}, CubeDim(64)),
     "uniform_load": (lambda: uniform_load, {}, CubeDim(64)),
     "plane_rest": (lambda: plane_rest, {}, CubeDim(64)),

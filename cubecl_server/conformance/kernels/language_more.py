@@ -28,7 +28,7 @@ from cubecl_server.lang import (
 )
 
 __all__ = ["weak_tree_sum", "weak_tiled_matmul", "slices", "uniform_load", "plane_rest",
-           "printing"]
+           "printing", "for_in"]
 
 
 @kernel
@@ -166,3 +166,22 @@ def printing(a: Array[f32], k: Array[i64], n: u32) -> None:
     i = ABSOLUTE_POS
     if i < n:
         cl.debug_print(f"unit {i}: a = {a[i]}, k =", k[i], a[i] > 0.0, "100% \"done\"")
+
+
+@kernel
+def for_in(a: Array[f32], out: Array[f32], total: Array[f32], *, W: Comptime[int]) -> None:
+    """``for x in ...``: each unit sums its row of ``W`` (a slice written in place), and
+    unit 0 the non-negative elements of the whole array (``continue`` past the rest)."""
+    i = ABSOLUTE_POS
+    if i < len(out):
+        acc = 0.0
+        for x in a[i * W:i * W + W]:
+            acc += x
+        out[i] = acc
+    if i == 0:
+        t = 0.0
+        for v in a:
+            if v < 0.0:
+                continue
+            t += v
+        total[0] = t

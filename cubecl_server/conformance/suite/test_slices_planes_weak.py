@@ -15,6 +15,24 @@ from cubecl_server.lang import CubeCount, CubeDim
 DIM = 64
 
 
+class TestForIn:
+    """``for x in a`` over an array and over a slice written in place, with a
+    ``continue``: the elements in order, each unit its own row."""
+
+    def test_for_over_elements(self, cubecl_client: ComputeClient,
+                               cubecl_rng: np.random.Generator, cubecl_seed: int) -> None:
+        c = cubecl_client
+        rows, width = random_size(cubecl_rng, DIM), int(cubecl_rng.integers(1, 7))
+        a = cubecl_rng.integers(-50, 50, rows * width).astype(np.float32)  # exact sums
+        out, total = c.empty(rows, np.float32), c.empty(1, np.float32)
+        kernels.for_in.launch(c, cubes_for(rows, DIM), CubeDim(DIM), c.create(a), out, total,
+                              W=width)
+        check(c.read(out), a.reshape(rows, width).sum(axis=1),
+              f"for x in a[i * {width}:i * {width} + {width}]: acc += x", cubecl_seed)
+        check(c.read(total), np.array([a[a >= 0].sum()], np.float32),
+              "for v in a: (continue past negatives) t += v", cubecl_seed)
+
+
 class TestSlices:
     """``s = a[lo:hi]`` of arrays, slices and shared memory, read, written, passed to a
     helper and updated atomically; outside the slice reads 0 and stores are dropped,
