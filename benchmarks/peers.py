@@ -1,7 +1,8 @@
 """Group 3, against the peers' caches: the time to a first result in a fresh process, step
 by step. On opencl, a saxpy written directly with PyOpenCL and cached by PoCL's own kernel
 cache; on vulkan, a saxpy written in WGSL and run with wgpu-py on the same lavapipe. Ours
-with the driver's cache off and on, from an empty and from a warm store."""
+with the driver's cache off and on, from an empty and from a warm store. On the host, the
+native llvm backend beside the NumPy cpu one, each from an empty and a warm store."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class _Run:
     label: str
     command: str
     env: dict[str, str]
+    backend: str = ""  # another backend than the figure's
 
 
 @dataclass
@@ -52,10 +54,11 @@ def _measure(ctx: Context, backend: str, repeat: Callable[[], list[_Run]]) -> _R
     rows = _Rows({}, {}, {}, set())
     pyc = _bytecode(ctx)
     for r in repeat():  # untimed, in directories of its own: writes the bytecode
-        ctx.worker(r.command, {"backend": backend}, {**r.env, **pyc})
+        ctx.worker(r.command, {"backend": r.backend or backend}, {**r.env, **pyc})
     for _ in range(ctx.repeat(2, 5)):
         for r in repeat():
-            answer = ctx.worker(r.command, {"backend": backend}, {**r.env, **pyc})
+            answer = ctx.worker(r.command, {"backend": r.backend or backend},
+                                {**r.env, **pyc})
             if not r.label:
                 continue
             rows.total.setdefault(r.label, []).append(answer["seconds"])
@@ -191,7 +194,37 @@ def _vulkan(ctx: Context) -> list[Figure]:
        "backend. " + _STEP_TEXT, "wgpu warm")]
 
 
+def _llvm(ctx: Context) -> list[Figure]:
+    if not any(b.name == "llvm" and b.runnable for b in ctx.backends):
+        ctx.skip(3, "llvm", "the llvm backend is not selected or not installed")
+        return []
+
+    def repeat() -> list[_Run]:
+        runs = []
+        for backend in ("cpu", "llvm"):
+            store = {"CUBECL_CACHE_DIR": str(ctx.fresh_dir(f"{backend}-store"))}
+            runs += [_Run(f"{backend}-cold", "first_result", store, backend),
+                     _Run(f"{backend}-warm", "first_result", store, backend)]
+        return runs
+
+    rows = _measure(ctx, "llvm", repeat)
+    fig = _figure("llvm", rows, (
+        ("cpu-cold", "cpu (NumPy), empty store"),
+        ("cpu-warm", "cpu (NumPy), warm store"),
+        ("llvm-cold", "llvm, empty store"),
+        ("llvm-warm", "llvm, warm store"),
+    ), "cpu-warm", "from the first line of a fresh process to a saxpy of 65,536 floats "
+       "read back and checked, written with `cubecl_server.lang` "
+       "(`benchmarks/first_saxpy.py`), on the native llvm backend and on the built-in "
+       "NumPy one. A warm llvm process links the stored object code itself, without "
+       "loading LLVM. " + _STEP_TEXT, "cpu warm")
+    r = ratio(summarize(rows.total["llvm-warm"]), summarize(rows.total["cpu-warm"]))
+    fig.targets.append(Target("llvm (warm store) no slower than cpu (warm store)",
+                              f"{r.median:.2f}x", r.median <= 1.0))
+    return [fig]
+
+
 def run(ctx: Context) -> list[Figure]:
-    """The first-result figures of opencl and vulkan, where each can run here."""
-    return [*_opencl(ctx), *_vulkan(ctx)]
+    """The first-result figures of opencl, vulkan and llvm, where each can run here."""
+    return [*_opencl(ctx), *_vulkan(ctx), *_llvm(ctx)]
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from helpers.processes import last_json_line, run_python
 
-PLUGINS = ("cubecl_opencl", "cubecl_vulkan", "cubecl_cuda", "cubecl_example", "cubecl_c")
+PLUGINS = ("cubecl_opencl", "cubecl_vulkan", "cubecl_cuda", "cubecl_llvm", "cubecl_example",
+           "cubecl_c")
 """The installed plugins' packages: each may be imported by discovery, as its package
 and its ``plugin`` module, and no further unless its backend is used."""
 
@@ -28,6 +29,7 @@ OWN_PARTS = {
                "cubecl_opencl.runtime"),
     "vulkan": ("cubecl_vulkan.compiler", "cubecl_vulkan.artifact", "cubecl_vulkan.server",
                "cubecl_vulkan.runtime"),
+    "llvm": ("cubecl_llvm.backend", "cubecl_llvm.elf", "cubecl_llvm.host"),
 }
 """Modules the backend under test does import: proof that the report sees imports."""
 
@@ -77,7 +79,7 @@ def _first_result(backend: str, tmp_path: Path) -> list[str]:
     return modules
 
 
-@pytest.mark.parametrize("backend", ["cpu", "opencl", "vulkan"])
+@pytest.mark.parametrize("backend", ["cpu", "opencl", "vulkan", "llvm"])
 def test_a_first_result_imports_no_other_backends_parts(backend: str, tmp_path: Path) -> None:
     modules = _first_result(backend, tmp_path)
     for part in OWN_PARTS[backend]:
@@ -105,11 +107,20 @@ NOT_ON_A_WARM_LAUNCH = (
 """Modules a launch of a kernel the store holds does without."""
 
 
-@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+NOT_ON_A_WARM_LLVM_LAUNCH = (
+    "llvmlite.binding",  # LLVM itself (180 MB): the object code is linked without it
+    "cubecl_llvm.native",
+    "cubecl_llvm.emitter",  # nothing is lowered
+)
+"""What a warm llvm launch does without besides: LLVM, and the emitter."""
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl", "llvm"])
 def test_a_warm_first_result_imports_no_frontend_tuner_bundles_or_tier(
         backend: str, tmp_path: Path) -> None:
     _first_result(backend, tmp_path)  # the IR and the artifact into the store
     modules = set(_first_result(backend, tmp_path))
     assert "cubecl_server.lang.ircache" in modules, "the report does not see lang's imports"
-    found = [m for m in NOT_ON_A_WARM_LAUNCH if m in modules]
+    unused = NOT_ON_A_WARM_LAUNCH + (NOT_ON_A_WARM_LLVM_LAUNCH if backend == "llvm" else ())
+    found = [m for m in unused if m in modules]
     assert not found, f"a warm {backend} launch imported {found}"

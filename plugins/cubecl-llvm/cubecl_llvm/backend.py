@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,9 +21,11 @@ import cubecl_server.backend.compiling as cp
 import cubecl_server.backend.support as su
 from cubecl_server import ir
 
-from . import BACKEND
-from .emitter import LlvmEmitter
-from .native import LoadedObject, compile_object, f16_in_hardware, load_object, toolchain
+from . import BACKEND, elf
+from .host import f16_in_hardware, toolchain
+
+if TYPE_CHECKING:
+    from .native import LoadedObject
 
 __all__ = ["CAPABILITIES", "LlvmArtifactCompiler", "LlvmCompiler", "LlvmRuntime",
            "LlvmServer", "LlvmTarget"]
@@ -58,6 +60,10 @@ class LlvmCompiler:
     def compile(self, kernel: ir.Kernel, cube_dim: cb.CubeDim,
                 mode: cp.ExecutionMode) -> cb.CompiledKernel:
         """Lower ``kernel`` for cubes of ``cube_dim`` in ``mode``."""
+        # Here, not at the top: a process whose kernels all come from the store never
+        # imports the emitter, the shared passes or llvmlite's IR builder.
+        from .emitter import LlvmEmitter
+
         e = LlvmEmitter(kernel, cube_dim, mode)
         source, arrays = e.program(), list(e.arrays)
         meta = [[k, arrays.index(a), d] for k, a, d in e.meta_used]
@@ -78,6 +84,8 @@ class LlvmArtifactCompiler(cp.LoweringArtifactCompiler):
     def finalize(self, compiled: cb.CompiledKernel,
                  recording: cp.CompilationRecording) -> cb.Artifact:
         """The object code, sealed with its SHA-256; its entry point and metadata."""
+        from .native import compile_object
+
         try:
             obj = compile_object(compiled.source)
         except RuntimeError as e:
@@ -90,7 +98,8 @@ class LlvmArtifactCompiler(cp.LoweringArtifactCompiler):
 class LoadedKernel:
     """A kernel linked into the process: its entry point and the metadata it reads."""
 
-    def __init__(self, obj: LoadedObject, entry: Any, meta: list[list[Any]]) -> None:
+    def __init__(self, obj: elf.Image | LoadedObject, entry: Any,
+                 meta: list[list[Any]]) -> None:
         self.obj, self.entry, self.meta = obj, entry, meta
 
 
@@ -105,7 +114,7 @@ class LlvmTarget:
         h = artifact.opened(KIND)
         name = str(h["entry_point"])
         try:
-            obj = load_object(artifact.payload)
+            obj = link(artifact.payload)
             address = obj.address(name)
         except RuntimeError as e:
             raise su.ArtifactRejected(f"the object code does not link here: {e}") from e
@@ -114,6 +123,17 @@ class LlvmTarget:
         meta = h["meta"]
         assert isinstance(meta, list)
         return LoadedKernel(obj, _ENTRY(address), meta)
+
+
+def link(data: bytes) -> elf.Image | LoadedObject:
+    """Object code linked into the process: by :mod:`cubecl_llvm.elf` where it can (no
+    LLVM loaded), by LLVM's MCJIT otherwise (another host format, another machine)."""
+    try:
+        return elf.link(data)
+    except elf.Unsupported:
+        from .native import load_object
+
+        return load_object(data)
 
 
 @cache

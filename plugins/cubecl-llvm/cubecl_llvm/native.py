@@ -1,20 +1,17 @@
-"""LLVM, once per process: the host's target machine, the optimisation pipeline, object
-code from LLVM IR text, and object code linked into the process (MCJIT's runtime
-linker: no compiler runs there)."""
+"""LLVM, once per process that needs it: the host's target machine, the optimisation
+pipeline, object code from LLVM IR text, and object code linked into the process by
+MCJIT's runtime linker, for the objects :mod:`cubecl_llvm.elf` does not link."""
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from functools import cache
 
-import llvmlite
 import llvmlite.binding as llvm
 
-__all__ = ["OPT_LEVEL", "compile_object", "f16_in_hardware", "load_object", "toolchain"]
+from .host import OPT_LEVEL
 
-OPT_LEVEL = 2
-"""LLVM's optimisation level for every kernel: loops vectorised, compile time modest."""
+__all__ = ["compile_object", "load_object"]
 
 # LLVM's objects are not all safe to share between threads: one compile at a time.
 _LOCK = threading.Lock()
@@ -37,26 +34,6 @@ def _machine() -> llvm.TargetMachine:
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                         features=llvm.get_host_cpu_features().flatten(),
                                         opt=OPT_LEVEL, reloc="pic", codemodel="default")
-
-
-@cache
-def f16_in_hardware() -> bool:
-    """Whether this CPU converts f16 itself: F16C on x86 (without it LLVM would call
-    compiler-rt, which the process lacks), always elsewhere."""
-    if not llvm.get_process_triple().startswith(("x86_64", "i386", "i686")):
-        return True
-    return llvm.get_host_cpu_features().get("f16c", False)
-
-
-@cache
-def toolchain() -> str:
-    """What decides the object code besides the kernel: the triple, the CPU and its
-    features, LLVM's and llvmlite's versions, the optimisation level."""
-    features = llvm.get_host_cpu_features().flatten()
-    tag = hashlib.sha256(features.encode()).hexdigest()[:12]
-    v = ".".join(map(str, llvm.llvm_version_info))
-    return (f"{llvm.get_process_triple()}-{llvm.get_host_cpu_name()}-{tag}"
-            f"-llvm{v}-llvmlite{llvmlite.__version__}-O{OPT_LEVEL}")
 
 
 def compile_object(text: str) -> bytes:

@@ -95,15 +95,11 @@ def test_one_thread_and_every_core_agree(tmp_path: Path, monkeypatch: pytest.Mon
 _CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
-    import cubecl_llvm.backend as backend
     from cubecl_server.client import create_client, recording
     from cubecl_server.conformance.kernels import collatz
     from cubecl_server.lang import CubeCount, CubeDim
-    if sys.argv[1] == "warm":  # no compiler may run in this process
-        def refuse(*args, **kwargs):
-            raise AssertionError("the second process compiled")
-        backend.compile_object = refuse
-        backend.LlvmEmitter = refuse
+    if sys.argv[1] == "warm":  # LLVM may not load in this process: it links, compiles nothing
+        sys.modules["llvmlite.binding"] = None
     c = create_client("llvm")
     x = np.arange(1, 1001, dtype=np.uint32)
     steps = c.create(np.zeros(1000, np.uint32))
