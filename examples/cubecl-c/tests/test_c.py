@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cubecl_c.plugin import CTarget
+from cubecl_c.backend import CTarget
 
 from cubecl_server.client import create_client
 from cubecl_server.conformance import kernels
