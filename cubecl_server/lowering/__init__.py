@@ -18,12 +18,36 @@
 Backend authors import these from :mod:`cubecl_server.backend.lowering`.
 """
 
-from cubecl_server.lowering.cfamily import UNSIGNED, ArrayRef, CDialect, CEmitter, StandardC
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from cubecl_server.lowering.info import InfoEntry, InfoLayout, InfoWords, fold_count
 from cubecl_server.lowering.passes import ALL_BUILTINS, Native, lower
 from cubecl_server.lowering.printf import printf_format
 from cubecl_server.lowering.structured import StructuredEmitter, mangle, metadata_kind
 
+if TYPE_CHECKING:
+    from cubecl_server.lowering.cfamily import (
+        UNSIGNED,
+        ArrayRef,
+        CDialect,
+        CEmitter,
+        StandardC,
+    )
+
 __all__ = ["StructuredEmitter", "mangle", "CEmitter", "CDialect", "StandardC", "ArrayRef",
            "UNSIGNED", "ALL_BUILTINS", "InfoEntry", "InfoLayout", "InfoWords", "fold_count",
            "Native", "lower", "metadata_kind", "printf_format"]
+
+_CFAMILY = ("CEmitter", "CDialect", "StandardC", "ArrayRef", "UNSIGNED")
+
+
+def __getattr__(name: str) -> Any:
+    # The C-family emitter loads when first asked for: the backends that write no C
+    # (the cpu, SPIR-V and LLVM emitters) never pay for it, nor does discovery.
+    if name not in _CFAMILY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from cubecl_server.lowering import cfamily
+
+    return getattr(cfamily, name)

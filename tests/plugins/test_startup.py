@@ -33,6 +33,9 @@ OWN_PARTS = {
 }
 """Modules the backend under test does import: proof that the report sees imports."""
 
+C_FAMILY = ("opencl", "cuda", "c")
+"""The backends that write C: only they import the core's C-family emitter."""
+
 SCRIPT = """
 import json, sys
 import numpy as np
@@ -93,6 +96,8 @@ def test_a_first_result_imports_no_other_backends_parts(backend: str, tmp_path: 
                        + json.dumps(found))
     # Discovery still loaded every installed plugin (any may answer another's hook).
     assert {f"{p}.plugin" for p in others} <= set(modules)
+    if backend not in C_FAMILY:  # and no plugin module imported a C emitter for it
+        assert "cubecl_server.lowering.cfamily" not in modules
 
 
 NOT_ON_A_WARM_LAUNCH = (
