@@ -133,18 +133,27 @@ def _peers(d: CpuData, notes: list[str]) -> dict[str, dict[str, Callable[[], Run
     return found
 
 
-def _time(run: Run, budget: float) -> float:
-    """The median time of one launch and its sync, over repeats filling ``budget`` s."""
+def _samples(run: Run, budget: float) -> list[float]:
+    """Times of one launch and its sync, over repeats filling ``budget`` s (the first
+    launch, which may load or compile, not timed)."""
     run.launch()
     run.sync()
     times: list[float] = []
     end = time.perf_counter() + budget
-    while len(times) < 3 or (time.perf_counter() < end and len(times) < 2000):
+    while len(times) < 3 or (time.perf_counter() < end and len(times) < 2000 // _PASSES):
         t = time.perf_counter()
         run.launch()
         run.sync()
         times.append(time.perf_counter() - t)
-    return float(np.median(times))
+    return times
+
+
+def _time(run: Run, budget: float) -> float:
+    """The median time of one launch and its sync, over repeats filling ``budget`` s."""
+    return float(np.median(_samples(run, budget)))
+
+
+_PASSES = 3
 
 
 @dataclass
@@ -178,12 +187,17 @@ def table(quick: bool, backends: tuple[str, ...] = BACKENDS) -> Table:
     rows: list[list[str]] = []
     times: dict[str, dict[str, float]] = {}
     for key, title in _titles(d).items():
-        got = times.setdefault(key, {})
-        for name, runs in systems.items():
-            if key in runs:
-                run = runs[key]()
-                got[name] = _time(run, budget)
+        names = [name for name, runs in systems.items() if key in runs]
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        # In passes, the order reversed each time, so that the shared machine's drift
+        # falls on every system alike (Taichi's two columns are two runtimes, one at a
+        # time: each pass builds its runs anew).
+        for p in range(_PASSES):
+            for name in names if p % 2 == 0 else names[::-1]:
+                run = systems[name][key]()
+                samples[name] += _samples(run, budget / _PASSES)
                 run.check()
+        got = times[key] = {name: float(np.median(v)) for name, v in samples.items()}
         best = min(got.values())
         rows.append([title, *(f"{fmt_time(got[s])} ({got[s] / best:.2f}x)"
                               if s in got else "-" for s in columns)])
