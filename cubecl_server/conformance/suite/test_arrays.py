@@ -81,6 +81,25 @@ class TestUserArrays:
         assert np.array_equal(out, want_mid + b + b), (
             "a launch did not see what the launch before it wrote into the caller's array")
 
+    def test_launches_in_a_row_each_take_their_own_scalar(
+            self, cubecl_client: ComputeClient) -> None:
+        # The same kernel on the same array three times with no sync, only its scalar
+        # changing: a backend may keep what it bound for the launch before, but each
+        # launch multiplies by its own scalar.
+        c, rng = cubecl_client, np.random.default_rng(46)
+        n = random_size(rng, DIM)
+        out = _random(rng, n)
+        want = out.copy()
+        grid = (cubes_for(n, DIM), CubeDim(DIM))
+        for k in (2.0, 3.0, 0.5):
+            kernels.scale.launch(c, *grid, out, out, k)
+            want = want * np.float32(k)
+        c.sync()
+        assert np.array_equal(out, want), (
+            "out = out * k launched with k = 2, 3, 0.5 before one sync: "
+            f"{np.count_nonzero(out != want)} of {n} elements wrong (a launch took "
+            "another launch's scalar)")
+
     def test_buffers_and_arrays_mix(self, cubecl_client: ComputeClient) -> None:
         c, rng = cubecl_client, np.random.default_rng(44)
         n = random_size(rng, DIM)

@@ -131,6 +131,7 @@ class VulkanServer:
         self._sets: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self._recording = False
         self._dispatches = 0
+        self._bound: tuple[Any, Any, int] | None = None  # in the command buffer recording
         self.submits = 0
         """Queue submits so far (each waited for by its fence)."""
         self._batch_event: VulkanEvent | None = None
@@ -267,11 +268,16 @@ class VulkanServer:
             lib.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                      vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                      self._barrier, 0, self.ffi.NULL, 0, self.ffi.NULL)
-        lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
-        self._offset[0] = at
-        lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
-                                    kernel.pipeline_layout, 0, 1, descriptor_set, 1,
-                                    self._offset)
+        # What is bound stays bound in a command buffer (barriers and transfers leave
+        # it): a dispatch like the one before binds nothing again.
+        bound = (pipeline, descriptor_set, at)
+        if bound != self._bound:
+            lib.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+            self._offset[0] = at
+            lib.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE,
+                                        kernel.pipeline_layout, 0, 1, descriptor_set, 1,
+                                        self._offset)
+            self._bound = bound
         lib.vkCmdDispatch(cmd, *groups)
         self._dispatches += 1
         event = self._open_event()
@@ -446,7 +452,7 @@ class VulkanServer:
                 sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                 flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
             check("vkBeginCommandBuffer", vk.vkBeginCommandBuffer, self._cmd, info)
-            self._recording = True
+            self._recording, self._bound = True, None
 
     def sync(self) -> None:
         """Submit what was recorded, wait for it, and reclaim per-batch resources."""
