@@ -210,6 +210,9 @@ def link(data: bytes) -> Image:
                     raise Unsupported(f"a reference to symbol {r.symbol}, in a section "
                                       "that is not loaded")
                 _relocate(r, place[r.section], image, base, address, slots)
+        defined = {_name(names, name): address[k]
+                   for k, (name, info, _, shndx, _, _) in enumerate(symbols)
+                   if name and info >> 4 in (1, 2) and shndx != _UNDEF}  # global or weak
         ctypes.memmove(base, bytes(image), size)
         if process.mprotect(base, code_end, mmap.PROT_READ | mmap.PROT_EXEC):
             raise Unsupported("the system refuses to make the code's pages executable: "
@@ -217,9 +220,6 @@ def link(data: bytes) -> Image:
     except BaseException:
         process.munmap(base, size)
         raise
-    defined = {_name(names, name): address[k]
-               for k, (name, info, _, shndx, _, _) in enumerate(symbols)
-               if name and info >> 4 in (1, 2) and shndx != _UNDEF}  # global or weak
     return Image(defined, process, base, size)
 
 
