@@ -84,7 +84,7 @@ class LlvmArtifactCompiler(cp.LoweringArtifactCompiler):
     def finalize(self, compiled: cb.CompiledKernel,
                  recording: cp.CompilationRecording) -> cb.Artifact:
         """The object code, sealed with its SHA-256; its entry point and metadata."""
-        from .native import compile_object
+        from .native import compile_object  # LLVM itself, loaded where a kernel compiles
 
         try:
             obj = compile_object(compiled.source)
@@ -114,7 +114,7 @@ class LlvmTarget:
         h = artifact.opened(KIND)
         name = str(h["entry_point"])
         try:
-            obj = link(artifact.payload)
+            obj = _link(artifact.payload)
             address = obj.address(name)
         except RuntimeError as e:
             raise su.ArtifactRejected(f"the object code does not link here: {e}") from e
@@ -125,7 +125,7 @@ class LlvmTarget:
         return LoadedKernel(obj, _ENTRY(address), meta)
 
 
-def link(data: bytes) -> elf.Image | LoadedObject:
+def _link(data: bytes) -> elf.Image | LoadedObject:
     """Object code linked into the process: by :mod:`cubecl_llvm.elf` where it can (no
     LLVM loaded), by LLVM's MCJIT otherwise (another host format, another machine)."""
     try:
