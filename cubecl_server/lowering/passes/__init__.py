@@ -43,18 +43,6 @@ from __future__ import annotations
 from cubecl_server import ir
 from cubecl_server.execution import ExecutionMode
 from cubecl_server.kernel import CubeDim
-from cubecl_server.lowering.passes.atomics import loop_float_atomics
-from cubecl_server.lowering.passes.bounds import in_bounds
-from cubecl_server.lowering.passes.builtins import derive_builtins
-from cubecl_server.lowering.passes.checked import check_accesses
-from cubecl_server.lowering.passes.floats import order_nans
-from cubecl_server.lowering.passes.integers import lower_integers
-from cubecl_server.lowering.passes.lines import lower_lines
-from cubecl_server.lowering.passes.logical import fix_evaluation
-from cubecl_server.lowering.passes.loops import count_loops
-from cubecl_server.lowering.passes.mathlib import polyfill_math
-from cubecl_server.lowering.passes.memory import clear_arrays
-from cubecl_server.lowering.passes.minifloats import lower_minifloats
 from cubecl_server.lowering.passes.native import (
     ALL_BUILTINS,
     GRID_BUILTINS,
@@ -71,6 +59,21 @@ def lower(kernel: ir.Kernel, cube_dim: CubeDim, mode: ExecutionMode, native: Nat
     IR, for launches of ``cube_dim`` in ``mode`` on a target doing what ``native`` says.
 
     Raises ``CompilationError`` (naming ``backend``) for what cannot be lowered."""
+    # The passes load when a kernel is first lowered: a process whose kernels all come
+    # from the store, or that only names a Native, never imports them (nor the mathlib).
+    from cubecl_server.lowering.passes.atomics import loop_float_atomics
+    from cubecl_server.lowering.passes.bounds import in_bounds
+    from cubecl_server.lowering.passes.builtins import derive_builtins
+    from cubecl_server.lowering.passes.checked import check_accesses
+    from cubecl_server.lowering.passes.floats import order_nans
+    from cubecl_server.lowering.passes.integers import lower_integers
+    from cubecl_server.lowering.passes.lines import lower_lines
+    from cubecl_server.lowering.passes.logical import fix_evaluation
+    from cubecl_server.lowering.passes.loops import count_loops
+    from cubecl_server.lowering.passes.mathlib import polyfill_math
+    from cubecl_server.lowering.passes.memory import clear_arrays
+    from cubecl_server.lowering.passes.minifloats import lower_minifloats
+
     kernel = lower_minifloats(kernel)
     if mode is ExecutionMode.CHECKED:
         kernel = check_accesses(kernel, in_bounds(kernel, cube_dim), native)
