@@ -139,7 +139,9 @@ class CpuRuntime:
 
     def devices(self) -> list[DeviceInfo]:
         """The host CPU."""
-        label = platform.processor() or platform.machine() or "host"
+        # Not platform.processor(): on Linux it runs `uname -p` in a subprocess (15 ms
+        # of every cpu client's start) to give an empty string.
+        label = platform.machine() or "host"
         return [DeviceInfo("cpu", 0, f"{label} ({os.cpu_count()} cores, NumPy {np.__version__})",
                            DeviceKind.CPU, vendor=platform.machine())]
 
