@@ -49,13 +49,15 @@ def _bytecode(ctx: Context) -> dict[str, str]:
     return {"PYTHONPYCACHEPREFIX": str(ctx.fresh_dir("pycache")), "PYTHONDONTWRITEBYTECODE": ""}
 
 
-def _measure(ctx: Context, backend: str, repeat: Callable[[], list[_Run]]) -> _Rows:
-    """Run each repeat's processes in order and collect their answers."""
+def _measure(ctx: Context, backend: str, repeat: Callable[[], list[_Run]],
+             repeats: tuple[int, int] = (2, 5)) -> _Rows:
+    """Run each repeat's processes in order (``repeats``: how many, quick and full) and
+    collect their answers."""
     rows = _Rows({}, {}, {}, set())
     pyc = _bytecode(ctx)
     for r in repeat():  # untimed, in directories of its own: writes the bytecode
         ctx.worker(r.command, {"backend": r.backend or backend}, {**r.env, **pyc})
-    for _ in range(ctx.repeat(2, 5)):
+    for _ in range(ctx.repeat(*repeats)):
         for r in repeat():
             answer = ctx.worker(r.command, {"backend": r.backend or backend},
                                 {**r.env, **pyc})
@@ -207,7 +209,9 @@ def _llvm(ctx: Context) -> list[Figure]:
                      _Run(f"{backend}-warm", "first_result", store, backend)]
         return runs
 
-    rows = _measure(ctx, "llvm", repeat)
+    # Rows a few milliseconds apart in about 250, most of it the same imports: more
+    # repeats than the other figures, for a median that says which is faster.
+    rows = _measure(ctx, "llvm", repeat, (3, 11))
     fig = _figure("llvm", rows, (
         ("cpu-cold", "cpu (NumPy), empty store"),
         ("cpu-warm", "cpu (NumPy), warm store"),
