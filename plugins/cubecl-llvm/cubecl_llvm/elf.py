@@ -3,11 +3,12 @@ objects LLVM writes for x86-64, what :func:`cubecl_llvm.native.compile_object` g
 Linux.
 
 A process whose kernels all come from the store would otherwise load llvmlite's LLVM
-(a 180 MB library, 50-70 ms to import) only to link a few kilobytes of code. Linking
-such an object is small work: its allocated sections are copied into fresh pages, each
-relocation patched (the handful of kinds LLVM emits for position-independent code),
-calls to the process's own functions (``memset``, ``printf``) sent through jumps placed
-beside the code, and the code's pages made executable and no longer writable.
+(a 180 MB library, 35-45 ms to import with its bytecode cached) only to link a few
+kilobytes of code. Linking such an object is small work: its allocated sections are
+copied into fresh pages, each relocation patched (the handful of kinds LLVM emits for
+position-independent code), calls to the process's own functions (``memset``,
+``printf``) sent through jumps placed beside the code, and the code's pages made
+executable and no longer writable.
 
 The bytes come from the store, whose checksum they passed: they are the code this host
 compiled. They are read as outside input all the same - every offset, size, index and
