@@ -133,6 +133,10 @@ def _peers(d: CpuData, notes: list[str]) -> dict[str, dict[str, Callable[[], Run
     return found
 
 
+_PASSES = 3
+"""How many times each row is measured, the systems' order reversed each time."""
+
+
 def _samples(run: Run, budget: float) -> list[float]:
     """Times of one launch and its sync, over repeats filling ``budget`` s (the first
     launch, which may load or compile, not timed)."""
@@ -151,9 +155,6 @@ def _samples(run: Run, budget: float) -> list[float]:
 def _time(run: Run, budget: float) -> float:
     """The median time of one launch and its sync, over repeats filling ``budget`` s."""
     return float(np.median(_samples(run, budget)))
-
-
-_PASSES = 3
 
 
 @dataclass
