@@ -6,6 +6,7 @@ native llvm backend beside the NumPy cpu one, each from an empty and a warm stor
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -201,17 +202,21 @@ def _llvm(ctx: Context) -> list[Figure]:
         ctx.skip(3, "llvm", "the llvm backend is not selected or not installed")
         return []
 
+    # Which backend goes first alternates from one repeat to the next, so that neither
+    # always runs on the heels of the other's compile (cold before warm, as it must).
+    orders = itertools.cycle((("cpu", "llvm"), ("llvm", "cpu")))
+
     def repeat() -> list[_Run]:
         runs = []
-        for backend in ("cpu", "llvm"):
+        for backend in next(orders):
             store = {"CUBECL_CACHE_DIR": str(ctx.fresh_dir(f"{backend}-store"))}
             runs += [_Run(f"{backend}-cold", "first_result", store, backend),
                      _Run(f"{backend}-warm", "first_result", store, backend)]
         return runs
 
-    # Rows a few milliseconds apart in about 250, most of it the same imports: more
+    # Rows a few milliseconds apart in about 200, most of it the same imports: more
     # repeats than the other figures, for a median that says which is faster.
-    rows = _measure(ctx, "llvm", repeat, (3, 11))
+    rows = _measure(ctx, "llvm", repeat, (3, 21))
     fig = _figure("llvm", rows, (
         ("cpu-cold", "cpu (NumPy), empty store"),
         ("cpu-warm", "cpu (NumPy), warm store"),
