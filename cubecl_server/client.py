@@ -424,8 +424,10 @@ class ComputeClient:
         Raises ``UnreadFailuresError`` for failed launches whose outputs nobody read
         and nobody can read any more, so that no failure goes unreported.
         """
-        self._check_open()
-        self.flush()
+        if self._closed:
+            self._check_open()
+        if self._held:
+            self.flush()
         self.server.sync()
         self._counters.syncs += 1
         self._user_arrays.deliver(self.read, _tainted)
@@ -468,7 +470,8 @@ class ComputeClient:
 
     def _plan(self, kernel: Launchable, cube_dim: CubeDim,
               comptime: dict[str, Any]) -> _Plan:
-        # The cube dim's sides, not the CubeDim: a tuple of ints hashes without a call.
+        # The cube dim's sides, not the CubeDim: a tuple of ints hashes without a call
+        # (launch builds the same key for its cache hit).
         key = (kernel, cube_dim.x, cube_dim.y, cube_dim.z)
         if comptime:
             key += tuple(comptime.items())
@@ -526,7 +529,14 @@ class ComputeClient:
             cube_count = CubeCount.of(cube_count)
         if type(cube_dim) is not CubeDim:
             cube_dim = CubeDim.of(cube_dim)
-        plan = self._plan(kernel, cube_dim, comptime)
+        # _plan's cache hit, inline: a launch repeated with one signature pays for a
+        # tuple and a dict lookup, not a call.
+        key = (kernel, cube_dim.x, cube_dim.y, cube_dim.z)
+        if comptime:
+            key += tuple(comptime.items())
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(kernel, cube_dim, comptime)
         limit = self._max_count
         x, y, z = cube_count.x, cube_count.y, cube_count.z
         if x > limit[0] or y > limit[1] or z > limit[2] or x * y * z * plan.units > MAX_UNITS:
@@ -595,22 +605,28 @@ def _bind(plan: _Plan, args: Sequence[Any], memory: MemoryManagement, users: Use
     handles, bindings = [], []
     for i, elem in plan.arrays:
         h = args[i]
-        if type(h) is not Handle or h.elem is not elem or h.memory is not memory:
+        if type(h) is Handle and h.elem is elem and h.memory is memory:
+            # A live buffer's binding, made once (binding() itself raises once freed,
+            # and free() drops it).
+            b = h._binding
+            bindings.append(h.binding() if b is None else b)
+        else:
             h = _other_array(plan, i, h, elem, memory, users)
+            bindings.append(h.binding())
         handles.append(h)
-        bindings.append(h.binding())
     scalars = []
-    maps = {m[0]: m for m in plan.maps} if plan.maps else None
     for i, p, t in plan.scalars:
         # The common case, a NumPy scalar of the right type, costs one comparison.
         a = args[i]
         if type(a) is t:
             scalars.append(a)
-        elif maps is not None and i in maps:
-            scalars.append(_tensor_map(plan.kernel.name, p, a, memory, *maps[i][1:]))
-            handles.append(a.buffer)
         else:
-            scalars.append(_scalar(plan.kernel.name, p, a))
+            maps = {m[0]: m for m in plan.maps}
+            if i in maps:
+                scalars.append(_tensor_map(plan.kernel.name, p, a, memory, *maps[i][1:]))
+                handles.append(a.buffer)
+            else:
+                scalars.append(_scalar(plan.kernel.name, p, a))
     return handles, tuple(bindings), tuple(scalars)
 
 

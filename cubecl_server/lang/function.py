@@ -140,12 +140,14 @@ class KernelFunction:
         """
         # As raises_at_kernel_line does, without the wrapper's call on every launch.
         try:
-            if self.signature.inputs:
-                args = flatten(self.__name__, self.signature.inputs, self.signature.structs,
-                               args)
+            sig = self._signature
+            if sig is None:
+                sig = self.signature
+            if sig.inputs:
+                args = flatten(self.__name__, sig.inputs, sig.structs, args)
             if comptime:
                 comptime = self._hashable(comptime)
-            if client.mode is _UNCHECKED and self.signature.lines:
+            if client.mode is _UNCHECKED and sig.lines:
                 self._check_whole_lines(args, comptime)
             client.launch(self, cube_count, cube_dim, args, comptime)
         except KernelSyntaxError as exc:

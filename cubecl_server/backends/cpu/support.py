@@ -73,8 +73,18 @@ def _is_lanes(v: Any) -> bool:
     return isinstance(v, np.ndarray) and v.ndim > 0
 
 
+_U32S: dict[int, np.uint32] = {}
+
+
 def _u32(v: int) -> np.uint32:
-    return np.uint32(v & 0xFFFFFFFF)
+    """``v`` wrapped to ``u32``, each value made once: a repeated launch reads the same
+    lengths and extents again, and making a NumPy scalar costs more than finding it."""
+    u = _U32S.get(v)
+    if u is None:
+        if len(_U32S) >= _CACHE_LIMIT:
+            _U32S.clear()
+        u = _U32S[v] = np.uint32(v & 0xFFFFFFFF)
+    return u
 
 
 # ---------------------------------------------------------------- the entry point
@@ -305,18 +315,9 @@ def check_dim(dim: tuple[int, ...], compiled: tuple[int, int, int]) -> None:
         raise ValueError(f"kernel compiled for cube dim {compiled}, launched with {tuple(dim)}")
 
 
-_LENGTHS: dict[int, np.uint32] = {}
-
-
 def length(arr: np.ndarray) -> np.uint32:
-    """``len(arr)`` as ``u32`` (each length made once: a launch reads it again)."""
-    n = arr.shape[0]
-    v = _LENGTHS.get(n)
-    if v is None:
-        if len(_LENGTHS) >= _CACHE_LIMIT:
-            _LENGTHS.clear()
-        v = _LENGTHS[n] = np.uint32(n)
-    return v
+    """``len(arr)`` as ``u32``."""
+    return _u32(arr.shape[0])
 
 
 def scalar(value: Any, dtype: type[np.generic]) -> np.generic:
@@ -328,7 +329,7 @@ def scalar(value: Any, dtype: type[np.generic]) -> np.generic:
 def count(shape: tuple[int, ...]) -> np.uint32:
     """The logical length of an array of ``shape`` (its product) as ``u32``: ``len`` of
     a view, whose buffer may hold more."""
-    return _u32(math.prod(shape))
+    return _u32(shape[0] if len(shape) == 1 else math.prod(shape))
 
 
 def rank(shape: tuple[int, ...]) -> np.uint32:
