@@ -8,6 +8,7 @@ import array
 import ctypes
 import itertools
 import os
+import time
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +49,11 @@ and all a CPU core has)."""
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 # Launches this small run on the calling thread: threads would cost more than they save.
 _MIN_UNITS_THREADED = 4096
+# A larger launch runs on every core only where one thread would take at least this long
+# (CUBECL_LLVM_THREADED_FROM_US): handing slices to the pool and waiting for them costs
+# 50-100 us on this project's 2-core machine (a 64K-element saxpy took 70-95 us on two
+# threads and 20 on one; a 4M-element one 0.9-1.1 ms on two and 1.6 on one).
+_THREADED_FROM_US = 200.0
 # Each thread takes a few slices, so uneven cubes (a data-dependent loop) even out.
 _SLICES_PER_THREAD = 4
 
@@ -101,6 +107,9 @@ class LoadedKernel:
     def __init__(self, obj: elf.Image | LoadedObject, entry: Any,
                  meta: list[list[Any]]) -> None:
         self.obj, self.entry, self.meta = obj, entry, meta
+        self.unit_seconds = 0.0
+        """What one unit took on one thread at the last launch (0: none yet), or at most
+        took where it was shared: it decides whether the next launch is shared."""
 
 
 class LlvmTarget:
@@ -152,9 +161,12 @@ class LlvmServer:
 
     backend = BACKEND
 
-    def __init__(self, device: cb.DeviceInfo, threads: int) -> None:
+    def __init__(self, device: cb.DeviceInfo, threads: int, threaded_from: float) -> None:
         self.device, self.storage, self.capabilities = device, su.BytesStorage(), CAPABILITIES
         self.threads = threads
+        self.threaded_from = threaded_from
+        """Seconds a launch must be expected to take on one thread to run on every core
+        (0: every launch of enough units does)."""
         self._addresses: dict[int, tuple[weakref.ref[np.ndarray], int]] = {}
 
     def _address(self, b: cb.Binding) -> int:
@@ -187,6 +199,12 @@ class LlvmServer:
         if self.threads == 1 or cubes < 2 or units < _MIN_UNITS_THREADED:
             kernel.entry(address, 0, cubes)
             return
+        if units * kernel.unit_seconds < self.threaded_from:
+            # On this thread: a kernel's first launch, or one too cheap to share.
+            start = time.perf_counter()
+            kernel.entry(address, 0, cubes)
+            kernel.unit_seconds = (time.perf_counter() - start) / units
+            return
         slices = min(cubes, self.threads * _SLICES_PER_THREAD)
         bounds = [cubes * k // slices for k in range(slices + 1)]
         # One task a thread, each taking the next slice until none is left: a task per
@@ -198,10 +216,16 @@ class LlvmServer:
             while (k := next(take)) < slices:
                 kernel.entry(address, bounds[k], bounds[k + 1])
 
-        futures = [_pool().submit(run) for _ in range(min(self.threads, slices) - 1)]
+        workers = min(self.threads, slices)
+        start = time.perf_counter()
+        futures = [_pool().submit(run) for _ in range(workers - 1)]
         run()
         for f in futures:
             f.result()
+        # What one thread would have taken at most (the pool's own cost counted in): a
+        # first timing inflated by page faults or a busy core sends the next launch
+        # here, and this sends a cheap kernel back to the calling thread.
+        kernel.unit_seconds = (time.perf_counter() - start) * workers / units
 
     def sync(self) -> None:
         """Nothing to wait for: a launch has finished when it returns."""
@@ -218,6 +242,10 @@ class LlvmRuntime:
                               driver_version=toolchain())]
 
     def create_server(self, device: int) -> LlvmServer:
-        """The server for ``devices()[device]``; ``CUBECL_LLVM_THREADS`` caps its threads."""
+        """The server for ``devices()[device]``; ``CUBECL_LLVM_THREADS`` caps its threads,
+        ``CUBECL_LLVM_THREADED_FROM_US`` says from how many microseconds on one thread a
+        launch is shared among them."""
         threads = int(os.environ.get("CUBECL_LLVM_THREADS", "0")) or os.cpu_count() or 1
-        return LlvmServer(self.devices()[device], threads)
+        threaded_from = float(os.environ.get("CUBECL_LLVM_THREADED_FROM_US",
+                                             _THREADED_FROM_US)) * 1e-6
+        return LlvmServer(self.devices()[device], threads, threaded_from)

@@ -8,10 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cubecl_llvm import backend
 
 from cubecl_server.client import ComputeClient, create_client, recording
 from cubecl_server.conformance.kernels import collatz_reference
@@ -77,6 +80,7 @@ def test_a_loop_run_for_the_cube_matches_numpy(client: ComputeClient, n: int, m:
 def test_one_thread_and_every_core_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          threads: str) -> None:
     monkeypatch.setenv("CUBECL_LLVM_THREADS", threads)
+    monkeypatch.setenv("CUBECL_LLVM_THREADED_FROM_US", "0")  # shared, however cheap
     monkeypatch.setenv("CUBECL_CACHE_DIR", str(tmp_path))
     from cubecl_server.config import reload_config
 
@@ -90,6 +94,52 @@ def test_one_thread_and_every_core_agree(tmp_path: Path, monkeypatch: pytest.Mon
     kernels.saxpy.launch(c, CubeCount((n + 255) // 256), CubeDim(256), c.create(x),
                          c.create(y), out, np.float32(1.5))
     np.testing.assert_array_equal(c.read(out), np.float32(1.5) * x + y)
+
+
+class _CountingPool:
+    """Stands in for the server's thread pool (the launch's own thread still runs its
+    share) and counts the tasks handed to it."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self.pool, self.tasks = pool, 0
+
+    def submit(self, fn: Callable[[], None]) -> Future[None]:
+        self.tasks += 1
+        return self.pool.submit(fn)
+
+
+def test_a_launch_goes_to_the_threads_only_where_one_thread_would_take_long(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUBECL_LLVM_THREADED_FROM_US", raising=False)  # the default
+    monkeypatch.setenv("CUBECL_CACHE_DIR", str(tmp_path))
+    from cubecl_server.config import reload_config
+
+    reload_config()
+    c = create_client("llvm")
+    if c.server.threads < 2:
+        pytest.skip("one core: every launch runs on the calling thread")
+    assert c.server.threaded_from == pytest.approx(200e-6)
+    counting = _CountingPool(backend._pool())
+    monkeypatch.setattr(backend, "_pool", lambda: counting)
+    n = 1 << 16  # 256 cubes of 256: well past the units a launch needs to be shared
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    hx, hy, out = c.create(x), c.create(y), c.empty(n, np.float32)
+
+    def launch() -> None:
+        kernels.saxpy.launch(c, CubeCount(n // 256), CubeDim(256), hx, hy, out,
+                             np.float32(2))
+        np.testing.assert_array_equal(c.read(out), np.float32(2) * x + y)
+
+    launch()  # the first: on this thread, timed
+    loaded = c.loader.get(c.artifact_id(kernels.saxpy, CubeDim(256), {}))
+    assert counting.tasks == 0 and loaded.unit_seconds > 0
+    loaded.unit_seconds = 1e-12  # as a kernel timed far too cheap to share
+    launch()
+    assert counting.tasks == 0
+    loaded.unit_seconds = 1e-6  # as a kernel whose unit takes a microsecond on one thread
+    launch()
+    assert counting.tasks == c.server.threads - 1
+    assert loaded.unit_seconds != 1e-6, "a shared launch is timed too"
 
 
 _CHILD = textwrap.dedent("""
