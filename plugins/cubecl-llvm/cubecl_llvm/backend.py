@@ -222,9 +222,11 @@ class LlvmServer:
         run()
         for f in futures:
             f.result()
-        # What one thread would have taken at most (the pool's own cost counted in): a
-        # first timing inflated by page faults or a busy core sends the next launch
-        # here, and this sends a cheap kernel back to the calling thread.
+        # What one thread would have taken at most (the pool's own cost counted in, once
+        # a thread): where that cost times the threads is under threaded_from (2 threads
+        # here), a cheap kernel whose first timing a busy core or page faults inflated
+        # goes back to the calling thread; on many cores it stays shared, as every
+        # launch of enough units was before launches were timed.
         kernel.unit_seconds = (time.perf_counter() - start) * workers / units
 
     def sync(self) -> None:
