@@ -199,7 +199,8 @@ def table(quick: bool, backends: tuple[str, ...] = BACKENDS) -> Table:
                               if s in got else "-" for s in columns)])
     scaling = None
     if "llvm" in clients:
-        server, every_core = clients["llvm"].server, clients["llvm"].server.threads
+        server = clients["llvm"].server
+        every_core = server.threads
         by_threads: dict[int, list[float]] = {every_core: [], 1: []}
         # In passes too, alternating which goes first: measured as two blocks, a
         # neighbour's burst on the shared machine during one block decided the ratio.
